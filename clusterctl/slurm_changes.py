@@ -3,9 +3,18 @@ with its undo: quarantine and release, and the node agent's ``health --slurm``, 
 
 from __future__ import annotations
 
-from clusterctl.changes import Change
+from dataclasses import dataclass
+
+from clusterctl.changes import Change, ChangeFailed, Gate
 from clusterctl.facts.slurm import SlurmNode, node_from, show_command, update_command
 from clusterctl.transport.base import Transport
+
+
+@dataclass(frozen=True)
+class SlurmOutcome:
+    """What one host's drain or resume came to, in words; ``failed``: it was due and did not happen."""
+    said: str
+    failed: bool = False
 
 
 def read_node(transport: Transport, name: str, timeout_s: float) -> SlurmNode | None:
@@ -23,3 +32,12 @@ def resume_change(host: str, node: SlurmNode, timeout_s: float) -> Change:
     """Resume Slurm node ``node``; its undo drains it again for the reason it had."""
     return Change.run(host, update_command(node.name, "resume"), summary=f"resume Slurm node {node.name}",
                       undo=update_command(node.name, "drain", node.reason), timeout_s=timeout_s, node=node.name)
+
+
+def submit(gate: Gate, transport: Transport, change: Change, done: str) -> SlurmOutcome:
+    """``change`` (a drain or resume) through ``gate``: ``done`` in words, or the failure."""
+    try:
+        gate.submit(transport, change)
+    except ChangeFailed as exc:
+        return SlurmOutcome(str(exc), failed=True)
+    return SlurmOutcome(f"{done} in Slurm node {change.node}" if gate.apply else f"would {change.summary}")

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.agent.run import check_host
-from clusterctl.changes import ChangeFailed, Gate
+from clusterctl.changes import Gate
 from clusterctl.facts.slurm import SlurmNode, drain_reason
 from clusterctl.health.model import HealthOptions, HostHealth, Verdict
 from clusterctl.inventory.model import Fabric
-from clusterctl.slurm_changes import drain_change, read_node, resume_change
+from clusterctl.slurm_changes import drain_change, read_node, resume_change, submit
 from clusterctl.transport.base import Transport
 
 #: Slurm stops a HealthCheckProgram after 60 s; this leaves room for scontrol.
@@ -100,10 +100,9 @@ def run_slurm_check(transport: Transport, options: SlurmCheckOptions) -> SlurmCh
         change = resume_change(transport.host.name, node, SCONTROL_TIMEOUT_S)
         check.action = "resumed"
         check.message = f"clusterctl: {name} healthy; resumed (drained by clusterctl: {node.reason})"
-    try:
-        Gate(apply=True).submit(transport, change)
-    except ChangeFailed as exc:
-        check.problems.append(f"{change.summary} failed: {exc}")
+    outcome = submit(Gate(apply=True), transport, change, check.action)
+    if outcome.failed:
+        check.problems.append(outcome.said)
         check.action = "failed"
     return check
 

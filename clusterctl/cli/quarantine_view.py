@@ -62,13 +62,13 @@ def print_release(app: AppContext, results: Sequence[HostRelease], *, dry_run: b
             continue
         for line in r.checks:
             _say(app, f"{r.host}: check: {line}")
+        if skipped:
+            _say(app, f"{r.host}: checks skipped (--skip-checks)")
+        for line in r.done:  # what was done before a refusal (a failed Slurm resume) too
+            _say(app, f"{r.host}: {would}{line}")
         if r.refused:
             _say(app, f"REFUSED {r.host}: {r.refusal}")
             continue
-        if skipped:
-            _say(app, f"{r.host}: checks skipped (--skip-checks)")
-        for line in r.done:
-            _say(app, f"{r.host}: {would}{line}")
         if r.slurm and r.slurm != "no slurmd":
             _say(app, f"{r.host}: slurm: {r.slurm}")
         _say(app, f"{r.host}: {'would be ' if dry_run else ''}released")

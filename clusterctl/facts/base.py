@@ -64,8 +64,12 @@ _KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
     ("Permission denied", "permission denied"),
 )
 #: The shell's words for a program it did not find, naming it: ``sh: 1: nvcc: not found`` (dash, busybox; a
-#: script's ``/tmp/probe.sh: 1: nvcc: not found``), ``bash: line 1: nvcc: command not found``.
-_NOT_FOUND = re.compile(r"([^\s:]+): (?:command )?not found\s*$", re.MULTILINE)
+#: script's ``/tmp/probe.sh: 1: nvcc: not found``), ``bash: line 1: nvcc: command not found`` (sudo's alike),
+#: ``zsh:1: command not found: nvcc`` (a login shell). Only a shell's or a script's line: a tool's own
+#: ``Error: release: not found`` (helm) names no missing program.
+_NOT_FOUND = re.compile(r"^(?:-?(?:\S*/)?(?:sh|ash|dash|bash|ksh|sudo)(?:: (?:line )?\d+)?"
+                        r"|[^\s:]*/[^\s:]+: (?:line )?\d+): ([^\s:]+): (?:command )?not found\s*$"
+                        r"|^(?:\S*/)?zsh(?::\d+)?: command not found: (\S+)\s*$", re.MULTILINE)
 #: A line that says the tool could not answer, shown as it is (it names the file or the service):
 #: ``cat: /sys/module/nvidia/version: No such file or directory``, systemd's tools in a container.
 _CANNOT_ANSWER = re.compile(r"No such file or directory|has failed|not been booted with systemd|"
@@ -79,7 +83,7 @@ def absent_reason(text: str, *, tool: str | None = None) -> str | None:
     ``"no output"``, a failure seen on real hosts in words (``"NVIDIA driver/library version mismatch ..."`` rather
     than its exit code), or the line that says the tool could not answer."""
     found = _NOT_FOUND.search(text)
-    named = found.group(1) if found else tool
+    named = (found.group(1) or found.group(2)) if found else tool
     if named:
         return not_found(named)
     if not text.strip():

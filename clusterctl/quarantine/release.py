@@ -102,14 +102,14 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
 
     nodes = on_control_plane(runner, cp, read_all, what="read the nodes to release",
                              label="release: read nodes") if cp is not None else {h.name: None for h in hosts}
-    # Hosts without a Kubernetes node: a Slurm-only host is quarantined when clusterctl drained it there.
-    in_slurm = slurm.slurm_nodes(runner, [h for h in hosts if nodes[h.name] is None])
+    # A host without a quarantined node (Slurm-only, or its resume failed) is quarantined if clusterctl drained it.
+    in_slurm = slurm.slurm_nodes(runner, [h for h in hosts if not nodes[h.name]])
     slurm_only: set[str] = set()
     candidates: list[Host] = []
     for host in hosts:
         state = nodes[host.name]
-        slurm_node = in_slurm.get(host.name) if state is None else None
-        if slurm_node is not None:
+        slurm_node = in_slurm.get(host.name)
+        if slurm_node is not None and (state is None or slurm_node.drained_by_clusterctl):
             state = slurm_node.drained_by_clusterctl
             slurm_only.add(host.name)
         if state is None:
@@ -163,10 +163,11 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
                 if not results[host.name].released:
                     results[host.name].refused.append(f"the control plane {cp.name} failed ({why})")
     back = [h for h in candidates if results[h.name].released]
-    for name, text in slurm.drain_or_resume(runner, back, gate, reason=None).items():
-        results[name].slurm = text
-        if text.startswith("failed"):
-            results[name].refused.append(text)
+    for name, outcome in slurm.drain_or_resume(runner, back, gate, reason=None).items():
+        results[name].slurm = outcome.said
+        if outcome.failed:  # still drained in Slurm: not back, whatever Kubernetes' side did
+            results[name].released = False
+            results[name].refused.append(outcome.said)
     return [results[h.name] for h in hosts]
 
 

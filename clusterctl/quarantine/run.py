@@ -133,12 +133,12 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
     results = {r.host: r for r in done}
     # Every host is drained in Slurm, whatever its Kubernetes side answered (a drain whose pods could not
     # be read included): a host being quarantined takes no new job. Its first failure stays its error.
-    for host_name, text in slurm.drain_or_resume(runner, hosts, gate, request.reason).items():
+    for host_name, outcome in slurm.drain_or_resume(runner, hosts, gate, request.reason).items():
         result = results[host_name]
-        result.slurm = text
-        if text.startswith("failed"):
-            result.error = result.error or text
-        elif not result.kubernetes_node and text == "no slurmd":
+        result.slurm = outcome.said
+        if outcome.failed:
+            result.error = result.error or outcome.said
+        elif not result.kubernetes_node and outcome.said == "no slurmd":
             result.error = f"{host_name} is not a node of the cluster (kubectl get node: NotFound) and runs no slurmd"
     return [results[h.name] for h in hosts]
 

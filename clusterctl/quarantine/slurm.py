@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.facts.slurm import SlurmNode, drain_reason
-from clusterctl.slurm_changes import drain_change, read_node, resume_change
+from clusterctl.slurm_changes import SlurmOutcome, drain_change, read_node, resume_change, submit
 
 if TYPE_CHECKING:
+    from clusterctl.changes import Gate
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host
     from clusterctl.transport.base import Transport
@@ -30,39 +30,34 @@ def runs_slurmd(transport: Transport) -> bool:
     return transport.run("systemctl is-active --quiet slurmd", timeout=30).exit_code == 0
 
 
-def drain_or_resume(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str | None) -> dict[str, str]:
+def drain_or_resume(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: str | None) -> dict[str, SlurmOutcome]:
     """For every host that runs slurmd: read its node, then drain it for ``reason`` (quarantine) or (``None``:
     release) resume it where clusterctl drained it, a node drained for another reason left as it is, through
-    the gate; host -> what happened, one line."""
+    the gate; host -> what happened."""
     if not hosts:
         return {}
     by_name = {h.name: h for h in hosts}
 
-    def task(transport: Transport) -> str:
+    def task(transport: Transport) -> SlurmOutcome:
         if not runs_slurmd(transport):
-            return "no slurmd"
+            return SlurmOutcome("no slurmd")
         name = node_name(by_name[transport.host.name])
         node = read_node(transport, name, 30)
         if node is None:
-            return f"failed: Slurm does not know node {name} (scontrol show node)"
+            return SlurmOutcome(f"Slurm does not know node {name} (scontrol show node)", failed=True)
         if reason is not None:
             if node.drain_set:
-                return f"already drained in Slurm ({node.reason or node.state})"
-            change, done = drain_change(transport.host.name, name, drain_reason(reason), 60), "drained"
-        elif not node.drained_by_clusterctl:
-            return f"left drained in Slurm: drained by someone else ({node.reason or 'no reason'})" \
-                if node.drained else f"not drained in Slurm ({node.state})"
-        else:
-            change, done = resume_change(transport.host.name, node, 60), "resumed"
-        try:
-            gate.submit(transport, change)
-        except ChangeFailed as exc:
-            return f"failed: {exc}"
-        return f"{done} in Slurm node {name}" if gate.apply else f"would {change.summary}"
+                return SlurmOutcome(f"already drained in Slurm ({node.reason or node.state})")
+            return submit(gate, transport, drain_change(transport.host.name, name, drain_reason(reason), 60),
+                          "drained")
+        if not node.drained_by_clusterctl:
+            return SlurmOutcome(f"left drained in Slurm: drained by someone else ({node.reason or 'no reason'})"
+                                if node.drained else f"not drained in Slurm ({node.state})")
+        return submit(gate, transport, resume_change(transport.host.name, node, 60), "resumed")
 
     fleet = runner.run_task(list(hosts), task, label="slurm drain" if reason is not None else "slurm resume")
-    return {o.host.name: (o.value if o.value is not None else
-                          f"failed: {o.failure.describe() if o.failure else 'no result'}") for o in fleet.outcomes}
+    return {o.host.name: o.value or SlurmOutcome(f"Slurm: {o.failure.describe() if o.failure else 'no result'}",
+                                                 failed=True) for o in fleet.outcomes}
 
 
 def slurm_nodes(runner: Runner, hosts: Sequence[Host]) -> dict[str, SlurmNode | None]:

@@ -287,6 +287,16 @@ def test_a_missing_tool_reads_one_way_in_every_reader() -> None:
         assert missing_reason(CommandResult("nvidia-smi -q", "", said + "\n", 127, 0.0)) == stack.missing["cuda"]
     # exit 127 without the shell's words: the command names the tool.
     assert missing_reason(CommandResult("ibstat", "", "", 127, 0.0)) == "ibstat: command not found"
+    for said in ("sh: 1: nvcc: not found", "/tmp/probe.sh: 1: nvcc: not found", "sh: nvcc: not found",
+                 "bash: nvcc: command not found", "/tmp/probe.sh: line 3: nvcc: command not found",
+                 "-bash: nvcc: command not found", "zsh:1: command not found: nvcc",
+                 "zsh: command not found: nvcc", "sudo: nvcc: command not found"):
+        assert parse_stack(f"### nvcc\n{said}\n").missing["cuda_toolkit"] == "nvcc: command not found", said
+    # A tool's own "not found" (helm/helm#10967, confidential-containers/cloud-api-adaptor#2919) names no
+    # missing program: its line is the reason, not "release: command not found".
+    for said in ("Error: release: not found", "Error: uninstall: Release not loaded: gpu-operator: release: not found"):
+        assert missing_reason(CommandResult("helm status gpu-operator", "", said + "\n", 1, 0.0)) == (
+            f"exit code 1: {said}")
     no_driver = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
                  "latest NVIDIA driver is installed and running.")
     assert parse_stack(f"### nvidia-smi\n{no_driver}\n").missing["cuda"] == missing_reason(

@@ -79,3 +79,29 @@ def test_a_host_neither_kubernetes_nor_slurm_knows_is_an_error(sim: KubeSim, tmp
         inventory.write("  gpu-x9: {address: 10.0.0.10, rack: a, roles: [worker], profile: profiles/plain}\n")
     code, out = cli(sim, "quarantine", "gpu-x9", "--reason", "x", "--yes")
     assert code == 1 and "not a node of the cluster" in out and "runs no slurmd" in out
+
+
+def test_a_failed_slurm_resume_is_reported_failed_and_the_next_release_resumes(sim: KubeSim) -> None:
+    assert cli(sim, "quarantine", "gpu-a2", "--reason", "xid 79", "--yes")[0] == 0
+    # slurmctld refuses this host's resume once: Kubernetes is released, Slurm keeps the node drained
+    (sim.root / "profiles" / "refuses").mkdir()
+    (sim.root / "profiles" / "refuses" / "profile.yaml").write_text(
+        "extends: ../slurm\ncommands:\n  - regex: 'state=resume'\n    exit: 1\n"
+        "    stderr_text: \"slurm_update error: Access/permission denied\\n\"\n")
+    slurm_profile = sim.inventory.read_text()
+    sim.inventory.write_text(slurm_profile.replace("profiles/slurm}", "profiles/refuses}", 1))
+    code, out = cli(sim, "release", "gpu-a2", "--skip-checks", "--yes")
+    assert code == 1, out
+    assert "gpu-a2: uncordon node gpu-a2" in out  # what was done is said, then what failed
+    assert "REFUSED gpu-a2: stays quarantined: resume Slurm node gpu-a2: exit 1: slurm_update error: " \
+           "Access/permission denied" in out
+    code, out = cli(sim, "-o", "json", "release", "gpu-a2", "--skip-checks", "--yes")
+    (row,) = json.loads(out)["hosts"]
+    assert code == 1 and row["released"] is False and row["quarantined"] is True, out
+    assert row["refused"] == [row["slurm"]] and row["slurm"].startswith("resume Slurm node")
+    # slurmctld agrees again: the host status lists is released by the release it names
+    sim.inventory.write_text(slurm_profile)
+    assert "clusterctl release gpu-a2" in str(_status(sim)["gpu-a2"]["release_needs"])
+    code, out = cli(sim, "release", "gpu-a2", "--skip-checks", "--yes")
+    assert code == 0 and "resumed in Slurm node gpu-a2" in out and "gpu-a2: released" in out, out
+    assert "State=IDLE " in sim.sh("scontrol -o show node gpu-a2", host="gpu-a2")[1]
