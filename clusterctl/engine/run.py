@@ -356,8 +356,8 @@ def run_phases(
         # beside another run. Nor does a host confirmed unchanged: nothing will change there.
         if settings.apply and any(not p.read_only for p in phases):
             run.locked = _lock_hosts(run, _lock_targets(run, unconfirmed))
-        elif run.ahead:
-            _fill_ahead(runner, [h for h in hosts if h.name in run.ahead], run.ahead)
+        else:
+            _fill_ahead(runner, hosts, run.ahead)
         stopped = settings.every_lock_or_none and bool(report.failed_hosts)
         if stopped and run.locked:
             _unlock_hosts(run, run.locked)
@@ -658,7 +658,8 @@ def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
 
 
 def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
-    """The read-ahead on its own (a plan takes no lock): one round trip per host."""
+    """The read-ahead on its own (a plan takes no lock): one round trip per host that has a batch to read
+    (a host that only has answers read before the run is not connected to for nothing)."""
     def read(transport: Transport) -> int:
         reads, answers = ahead[transport.host.name]
         try:
@@ -666,7 +667,9 @@ def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
         except TransportError:
             return 0  # the phases read one by one and report what is wrong
 
-    runner.run_task(hosts, read, label="read")
+    reading = [h for h in hosts if h.name in ahead and ahead[h.name][1].batches(ahead[h.name][0])]
+    if reading:
+        runner.run_task(reading, read, label="read")
 
 
 def _lock_targets(run: _Run, hosts: Sequence[Host]) -> list[Host]:

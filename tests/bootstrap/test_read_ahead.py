@@ -228,3 +228,26 @@ def test_a_read_that_failed_in_the_batch_is_asked_again_by_its_phase() -> None:
                                                whole.take("echo d", False)) if r is not None] == [
         ("a\n", 0), ("b\nc\n", 0), ("d\n", 0)]
     assert whole.take("exit 3", False) is None  # it failed (exit 3): its phase runs it itself
+
+
+def test_a_plan_with_answers_read_before_it_and_nothing_to_batch_sends_no_empty_read_task(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """upgrade plan hands each host's package read on (``answered``) and reads nothing ahead: no task that
+    connects to every host only to send nothing."""
+    fleet = Fleet(tmp_path, ["n1", "n2"])
+    phases = [ReadsFile("first", "/etc/first.conf")]
+    answered = {h.name: {("dpkg-query -W", False): CommandResult("dpkg-query -W", "", "", 0, 0.1)}
+                for h in fleet.hosts}
+    labels: list[str] = []
+    run_task = Runner.run_task
+
+    def recorded(self: Runner, hosts: Any, task: Any, **kwargs: Any) -> Any:
+        labels.append(kwargs.get("label", ""))
+        return run_task(self, hosts, task, **kwargs)
+
+    monkeypatch.setattr(Runner, "run_task", recorded)
+    with Runner(lambda host, _t: fleet.transports[host.name], parallel=4, timeout_s=30) as runner:
+        report = run_bootstrap(fleet.inventory, fleet.hosts, runner, phases,
+                               RunSettings(apply=False, answered=answered))
+    assert report.ok and "read" not in labels, labels
+    assert len(fleet.reads("n1")) == 1
