@@ -131,36 +131,45 @@ def load_command(name: str) -> Any:
     else:
         built.name = name  # typer returns a lone command itself, named after its function
     help_as_written(built)
-    refuse_non_finite(built)
+    check_number_options(built)
     return built
 
 
-def refuse_non_finite(command: Any) -> None:
-    """Every number option of ``command`` (and its subcommands) refuses ``nan`` and ``inf``, exit 2.
+def check_number_options(command: Any) -> None:
+    """Every number option of ``command`` (and its subcommands) refuses a value out of its range, ``nan``
+    and ``inf`` in one line that names the option, the value given and what it takes, exit 2.
 
-    Python's ``float()`` takes both, and a range's ``min`` does not stop ``inf``: ``--drain-timeout
-    inf`` would drain without a limit. Done once here, where commands are built, so that no
-    option can be left out; each option's own range (``min=``) refuses the rest.
+    typer's refusal names the range but not the value, and Python's ``float()`` takes ``nan`` and
+    ``inf``, which a range's ``min`` does not stop: ``--drain-timeout inf`` would drain without a limit.
+    Done once here, where commands are built, so that no option can be left out.
     """
     import math
 
     for param in getattr(command, "params", ()):
-        if getattr(param, "finite_only", False):
+        if getattr(param, "number_checked", False) or param.bare_type() not in ("int", "float"):
             continue
         process = param.process_value
 
-        def finite(ctx: Any, value: Any, process: Any = process, param: Any = param) -> Any:
-            value = process(ctx, value)
-            if isinstance(value, float) and not math.isfinite(value):
-                name = max(getattr(param, "opts", None) or [param.name], key=len)
-                default = f" (the default is {param.default})" if param.default is not None else ""
-                raise UsageError(f"{name} {value}: not a finite number; give a number{default}.")
-            return value
+        def checked(ctx: Any, value: Any, process: Any = process, param: Any = param) -> Any:
+            try:
+                number = float(value) if isinstance(value, str) else None
+            except ValueError:  # not a number at all: typer says so
+                number = None
+            low, high = param.min, param.max
+            if number is None or (math.isfinite(number) and (low is None or number >= low) and (
+                    high is None or number <= high)):
+                return process(ctx, value)
+            name = max(getattr(param, "opts", None) or [param.name], key=len)
+            wanted = (f" from {low} to {high}" if None not in (low, high) else f" of at least {low}"
+                      if low is not None else f" of at most {high}" if high is not None else "")
+            default = f" (the default is {param.default})" if param.default is not None else ""
+            problem = "out of range" if math.isfinite(number) else "not a finite number"
+            raise UsageError(f"{name} {value}: {problem}; give a number{wanted}{default}.")
 
-        param.process_value = finite
-        param.finite_only = True
+        param.process_value = checked
+        param.number_checked = True
     for sub in getattr(command, "commands", {}).values():
-        refuse_non_finite(sub)
+        check_number_options(sub)
 
 
 app = typer.Typer(
@@ -298,7 +307,7 @@ def help_as_written(command: Any) -> None:
     would fail (click keeps a paragraph that starts with a ``\\b`` line; the prose is still wrapped).
     An argument reads as its metavar says it ('HOST...', '[HOST]...'), where typer would add braces, a
     second '...' and the Python type ('{HOST...}...', 'HOST... <list[str]>'); a text option without
-    one is named after itself. A group lists its commands whole (``whole_command_lines``).
+    one is named after itself, a number option reads 'N'. A group lists its commands whole (``whole_command_lines``).
     """
     import types
 
@@ -314,6 +323,8 @@ def help_as_written(command: Any) -> None:
             param.display_type_rich = lambda ctx: None
         elif param.param_type_name == "option" and param.metavar is None and param.bare_type() in ("str", "list[str]"):
             param.metavar = max(param.opts, key=len).lstrip("-").upper()  # '--op OP', not '--op <str>'
+        elif param.param_type_name == "option" and param.metavar is None and param.bare_type() in ("int", "float"):
+            param.metavar = "N"  # '--tp N', not '--tp <int range>': the help's '[x>=1]' says the range
     if hasattr(command, "commands"):
         command.format_commands = types.MethodType(whole_command_lines, command)
         for sub in command.commands.values():
@@ -361,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args
     command = typer.main.get_command(app)
     help_as_written(command)
-    refuse_non_finite(command)
+    check_number_options(command)
     restore = _interrupts_raise()
     try:
         _run(command, args, debug)

@@ -3,7 +3,9 @@
 Both layouts are read: the default one (a block per node starting with ``NodeName=``, its
 ``Key=Value`` fields over indented lines) and ``-o`` (one line per node). A value runs to the next
 `` Key=`` (``OS=Linux 5.14.0 #1 SMP ...`` has spaces); ``Reason=`` is the rest of its line in the
-default layout, and in both ends with Slurm's ``[user@time]`` stamp, kept apart. The state is
+default layout, and in both ends with Slurm's ``[user@time]`` stamp, kept apart. A reason typed with
+newlines is printed a line at a time, the stamp after its first: its next lines come under it, indented
+deeper (``-o``: after the stamp, each after 8 spaces), and are kept in it, newlines and all. The state is
 Slurm's compound word: a base state and ``+FLAGS`` (``IDLE+DRAIN``, ``MIXED+DRAIN``,
 ``DOWN+NOT_RESPONDING``), with ``*`` and the other sinfo-style suffixes when printed.
 """
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import CommandOutput
+from clusterctl.facts.clean import Line
 from clusterctl.facts.table import blocks, numbered_lines
 
 COMMAND = "scontrol -o show node"
@@ -30,6 +33,10 @@ _STAMP = re.compile(r"\[([^\[\]@]*)@([^\[\]]*)\]")
 #: Free-text fields: the value is the rest of the line (any text, `Key=` included), up to another
 #: of them in the ``-o`` layout.
 _FREE_TEXT = ("Reason", "Comment", "Extra")
+#: What scontrol prints after a reason (its last field but these): in ``-o``, where its next lines end.
+_AFTER_REASON = ("Comment", "Extra", "InstanceId", "InstanceType", "ReservationName")
+#: In ``-o``, what scontrol puts before each next line of a reason: the layout's " " and 7 spaces of indent.
+_NEXT_LINE = " " * 8
 
 @dataclass(frozen=True)
 class SlurmNode:
@@ -83,12 +90,21 @@ def _split_fields(text: str, line_no: int) -> list[tuple[str, str]]:
         match = matches[index]
         key = match.group(1)
         following = matches[index + 1:]
+        first_line_end = None  # -o: where a reason's first line ends, when next lines follow it
         if key in _FREE_TEXT:
             limit = next((m.start() for m in following if m.group(1) in _FREE_TEXT), len(text))
             stamps = list(_STAMP.finditer(text, match.end(), limit)) if key == "Reason" else []
-            following = [m for m in following if m.start() >= (stamps[-1].end() if stamps else limit)]
+            stamped = stamps[-1].end() if stamps else limit
+            if stamps and text.startswith(_NEXT_LINE, stamped):
+                first_line_end = stamped
+                stamped = next((m.start() for m in following if m.start() > stamped and m.group(1) in _AFTER_REASON),
+                               len(text))
+            following = [m for m in following if m.start() >= stamped]
         end = following[0].start() if following else len(text)
-        out.append((key, text[match.end():end].strip()))
+        value = text[match.end():first_line_end or end].strip()
+        if first_line_end:
+            value += "".join(f"\n{part.strip()}" for part in text[first_line_end:end].split(_NEXT_LINE) if part.strip())
+        out.append((key, value))
         index = next((i for i, m in enumerate(matches) if m.start() >= end), len(matches))
     return out
 
@@ -104,9 +120,10 @@ def _node(fields: list[tuple[str, str]], line_no: int) -> SlurmNode:
     words = [w.rstrip("*~#$@^!%") for w in state.upper().split("+") if w]
     base, flags = (words[0] if words else "UNKNOWN"), tuple(words[1:])
     reason, user, stamp = values.get("Reason", ""), None, None
-    found = [m for m in _STAMP.finditer(reason) if not reason[m.end():].strip()]
+    first, newline, more = reason.partition("\n")
+    found = [m for m in _STAMP.finditer(first) if not first[m.end():].strip()]
     if found:
-        reason, user, stamp = reason[:found[0].start()].strip(), found[0].group(1), found[0].group(2)
+        reason, user, stamp = first[:found[0].start()].strip() + newline + more, found[0].group(1), found[0].group(2)
     partitions = tuple(p for p in values.get("Partitions", "").split(",") if p)
     return SlurmNode(name, state, base, flags, reason, user, stamp, partitions, tuple(fields))
 
@@ -123,8 +140,21 @@ def parse_nodes(text: str) -> tuple[SlurmNode, ...]:
         first = before[0]
         _split_fields(first.text.strip(), first.number)  # a line that holds no Key=Value fields says so first
         raise ParseError("scontrol show node", "fields before the first NodeName=", line=first.number)
-    return tuple(_node([pair for line in (opening, *rest) for pair in _split_fields(line.text.strip(), line.number)],
-                       opening.number) for opening, _, rest in found)
+    return tuple(_node(_block_fields([opening, *rest]), opening.number) for opening, _, rest in found)
+
+
+def _block_fields(lines: list[Line]) -> list[tuple[str, str]]:
+    """One node's fields in the default layout; a line under ``Reason=`` indented deeper is its next line."""
+    fields: list[tuple[str, str]] = []
+    reason_indent: int | None = None
+    for line in lines:
+        indent = len(line.text) - len(line.text.lstrip())
+        if reason_indent is not None and indent > reason_indent:
+            fields[-1] = ("Reason", f"{fields[-1][1]}\n{line.text.strip()}")
+            continue
+        fields += _split_fields(line.text.strip(), line.number)
+        reason_indent = indent if fields and fields[-1][0] == "Reason" else None
+    return fields
 
 
 def parse_node(text: str, name: str) -> SlurmNode | None:

@@ -45,8 +45,11 @@ from clusterctl.wording import first_few
 #: A counter is "far above the fleet" above this many times the peers' median ...
 FLEET_FACTOR = 10
 #: ... and never below these floors (a clean fleet's median is 0). Link recoveries and link-down
-#: events are rare enough that one is worth a look.
-NVLINK_FLOORS = {"Recovery Errors": 1, "Link recovery failed events": 1}
+#: events are rare enough that one is worth a look: Blackwell (NVLink 5) counts them as link recovery events,
+#: and its local link integrity errors count times the link's own local-error threshold was crossed
+#: (NVIDIA/DCGM dcgmlib/dcgm_fields.h, DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_* and _LOCAL_LINK_INTEGRITY_ERRORS).
+NVLINK_FLOORS = {"Recovery Errors": 1, "Link recovery failed events": 1, "Link recovery successful events": 1,
+                 "Total link recovery events": 1, "Local link integrity Errors": 1}
 NVLINK_FLOOR = 100
 IB_FLOORS = {"link_downed": 1, "link_error_recovery": 1}
 IB_FLOOR = 100

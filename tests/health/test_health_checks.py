@@ -447,6 +447,23 @@ def test_alike_hosts_judged_once_get_the_findings_each_would_get_alone() -> None
     assert not any(f.code == "NVLINK_ERRORS_HIGH" for h in together.hosts[2:] for f in h.findings)
 
 
+@pytest.mark.parametrize("changed", [
+    # A link that went into recovery and came back: Hopper's "Recovery Errors", one worth a look on Blackwell too.
+    {"Link recovery successful events": 3, "Total link recovery events": 3},
+    # Each count is already the link's own local-error threshold crossed (DCGM's field description).
+    {"Local link integrity Errors": 1},
+])
+def test_blackwell_link_recoveries_and_integrity_errors_count_from_the_first(changed: dict[str, int]) -> None:
+    from clusterctl.facts.nvlink_errors import parse_nvlink_errors
+
+    text = read_fixture("nvlink-e", "DERIVED-b300-595.91.07-healthy-blackwell-counters.txt")
+    for counter, value in changed.items():
+        text = text.replace(f"Link 1: {counter}: 0", f"Link 1: {counter}: {value}", 1)
+    host = _judge_one(nvlink_errors=parse_nvlink_errors(text))
+    assert [(f.code, f.subject, f.evidence["link"], f.evidence["counters"]) for f in host.findings] == [
+        ("NVLINK_ERRORS_HIGH", "GPU 0", 1, changed)]
+
+
 def test_a_level_2_host_s_nccl_tests_run_reaches_the_report_s_facts_whole() -> None:
     import json
     from pathlib import Path

@@ -74,6 +74,7 @@ def test_every_help_fits_80_columns_and_cuts_nothing(cli, monkeypatch: pytest.Mo
         listed = text.partition("\nCommands:\n")[2].splitlines()
         assert not [line for line in listed if line.endswith("...")], path
         assert "{" not in text.splitlines()[0] and "<list[" not in text and "<str>" not in text, path
+        assert not re.search(r"<(int|float)|RANGE", text), (path, re.findall(r".*(?:<(?:int|float)|RANGE).*", text))
 
 
 def _examples(help_text: str) -> list[list[str]]:
