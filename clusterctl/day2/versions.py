@@ -37,13 +37,15 @@ def check_upgrade(current: KubernetesVersion, target: KubernetesVersion) -> None
 
 
 def static_pod_version(text: str) -> str:
-    """The image tag of a static pod manifest's container (``kube-apiserver.yaml`` -> ``v1.36.2``)."""
+    """The image tag of a static pod manifest's container (``kube-apiserver.yaml`` -> ``v1.36.2``), that of an
+    image pinned by digest too (``...:v1.36.2@sha256:...``); the digest is no version."""
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip().lstrip("- ")
         if stripped.startswith("image:"):
-            image = stripped.split(":", 1)[1].strip().strip("'\"")
+            image, pinned, _digest = stripped.split(":", 1)[1].strip().strip("'\"").partition("@")
             _name, sep, tag = image.rpartition(":")
             if not sep or "/" in tag or not tag:
-                raise ParseError("a static pod manifest", "the image has no tag", line=number, text=line)
-            return tag.split("@", 1)[0]
+                raise ParseError("a static pod manifest", "the image is pinned by digest, without a tag naming its "
+                                 "version" if pinned else "the image has no tag", line=number, text=line)
+            return tag
     raise ParseError("a static pod manifest", "no 'image:' line")

@@ -91,6 +91,25 @@ def test_a_skipped_minor_a_downgrade_and_a_missing_version_are_refused(bootstrap
     assert unconfirmed("-i", DEMO, "upgrade", "apply", "--to", "1.36.3").exit_code == 2  # no terminal, no --yes
 
 
+def test_an_api_server_image_pinned_by_digest_reads_its_tag_or_says_it_has_none(bootstrapped_demo: Path) -> None:
+    from clusterctl.mock.state import HostState
+
+    fs = HostState(mock_cluster_folder(bootstrapped_demo) / "hosts" / "gpu-a1", "gpu-a1").fs
+    manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+    text = (fs.read(manifest) or b"").decode()
+    digest = "sha256:" + "0123456789abcdef" * 4
+    tagged = "registry.k8s.io/kube-apiserver:v1.36.2"
+    assert tagged in text
+    fs.write(manifest, text.replace(tagged, f"{tagged}@{digest}").encode(), mode=0o600)
+    plan = _json("upgrade", "plan", "--to", "1.36.3")
+    assert (plan["current"], plan["target"]) == ("1.36.2", "1.36.3")
+    fs.write(manifest, text.replace(tagged, f"registry.k8s.io/kube-apiserver@{digest}").encode(), mode=0o600)
+    untagged = _run("upgrade", "plan", "--to", "1.36.3")
+    # The manifest names no version: the read fails (exit 1, as an image without a tag), the digest no version.
+    assert untagged.exit_code == 1 and "pinned by digest, without a tag naming its version" in untagged.stderr
+    assert "is not a Kubernetes version" not in untagged.stderr, untagged.stderr
+
+
 def test_plan_and_dry_run_change_nothing(bootstrapped_demo: Path) -> None:
     before = state_digest(bootstrapped_demo)
     assert _run("upgrade", "plan", "--to", "1.37.2").exit_code == 0
