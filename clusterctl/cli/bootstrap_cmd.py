@@ -16,6 +16,8 @@ from clusterctl.terminal_layout import Column, print_table, print_wrapped
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence, Set
+
     from clusterctl.engine.phase import Phase
     from clusterctl.engine.run import HostPhaseResult, RunReport
     from clusterctl.inventory.model import Host
@@ -141,18 +143,19 @@ Example:
 def bootstrap_phases(ctx: typer.Context) -> None:
     from clusterctl.bootstrap.registry import all_phases
 
-    app = app_context(ctx)
-    phases = all_phases(include_on_demand=True)
-    default = {p.name for p in all_phases()}
+    emit_phases(app_context(ctx), all_phases(include_on_demand=True), default={p.name for p in all_phases()})
+
+
+def emit_phases(app: AppContext, phases: Sequence[Phase[Any, Any]], *, default: Set[str]) -> None:
+    """``bootstrap phases`` and ``upgrade phases``: each phase in run order, whether it runs on each host
+    or once for the cluster and whether it changes anything; a phase not in ``default`` runs only when named."""
     payload = [{"name": p.name, "description": p.description, "read_only": p.read_only,
                 "once_per_cluster": p.once_per_cluster, "default": p.name in default} for p in phases]
-
-    def table() -> None:
-        for p in phases:
-            extra = "" if p.name in default else "  (only when asked by name)"
-            print_wrapped(app.console, f"{p.name:<18} {p.description}{extra}", 19)
-
-    app.emit(payload, table)
+    rows = [[p.name, "once" if p.once_per_cluster else "each host", "no" if p.read_only else "yes",
+             p.description + ("" if p.name in default else " (only when asked by name)")] for p in phases]
+    columns = (Column("PHASE", keep=True), Column("RUNS", keep=True), Column("CHANGES", keep=True),
+               Column("WHAT IT DOES"))
+    app.emit(payload, lambda: print_table(app.console, columns, rows, boxed=False))
 
 
 def hosts_of_run(app: AppContext, only: str | None) -> tuple[Host, ...]:

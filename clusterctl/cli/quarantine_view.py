@@ -81,15 +81,16 @@ def print_heal(app: AppContext, results: Sequence[HostHeal], *, dry_run: bool, j
     for r in results:
         if r.chain or r.outcome == "planned":
             _say(app, f"{r.host}: chain: {' -> '.join([*r.chain, 'needs hardware'])} ({r.chain_reason})")
-        for step in r.steps:
-            for line in step.changes:
-                _say(app, f"{r.host}: {step.step}: {'would ' if dry_run else ''}{line}")
-            planned = dry_run and step.result.value in PLANNED_WORDS
-            word = PLANNED_WORDS[step.result.value] if planned else step.result.value
-            detail = (f" (wait: {step.detail})" if planned else f": {step.detail}") if step.detail else ""
-            _say(app, f"{r.host}: {step.step}: {word}{detail}")
-        for line in r.notes:
-            _say(app, f"{r.host}: {line}")
+        for done, step in enumerate([None, *r.steps]):
+            if step is not None:
+                for line in step.changes:
+                    _say(app, f"{r.host}: {step.step}: {'would ' if dry_run else ''}{line}")
+                planned = dry_run and step.result.value in PLANNED_WORDS
+                word = PLANNED_WORDS[step.result.value] if planned else step.result.value
+                detail = (f" (wait: {step.detail})" if planned else f": {step.detail}") if step.detail else ""
+                _say(app, f"{r.host}: {step.step}: {word}{detail}")
+            for line in (line for after, line in r.notes if after == done):  # the annotation of the node after it
+                _say(app, f"{r.host}: {line}")
         _say(app, f"{r.host}: {r.outcome.upper()}: {r.detail}")
         if r.report:
             app.say(r.report)  # the ticket's text line for line, to paste whole

@@ -126,16 +126,11 @@ Example:
   clusterctl upgrade phases -o json
 """)
 def upgrade_phases(ctx: typer.Context) -> None:
-    from clusterctl.day2.upgrade import phase_descriptions
+    from clusterctl.cli.bootstrap_cmd import emit_phases
+    from clusterctl.day2.upgrade import listed_phases
 
-    app = app_context(ctx)
-    phases = phase_descriptions()
-
-    def table() -> None:
-        for name, description in phases:
-            print_wrapped(app.console, f"{name:<18} {description}", 19)
-
-    app.emit([{"name": n, "description": d} for n, d in phases], table)
+    phases = listed_phases()
+    emit_phases(app_context(ctx), phases, default={p.name for p in phases})
 
 
 def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> None:

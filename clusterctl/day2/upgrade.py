@@ -180,7 +180,7 @@ class UpgradeRequest:
 
     def __post_init__(self) -> None:
         # A name that is no phase is the user's to mend: said first, before asking or reading the cluster.
-        select_phases(_unread_phases(), self.phase, self.skip_phases, command="upgrade")
+        select_phases(listed_phases(), self.phase, self.skip_phases, command="upgrade")
 
 
 # --- what the phases share ---------------------------------------------------------------------------------
@@ -462,14 +462,9 @@ def upgrade_phases(rollout: Rollout) -> list[EnginePhase[Any, Any]]:
             phase_named("network"), phase_named("gpu-addons")]
 
 
-def _unread_phases() -> list[EnginePhase[Any, Any]]:
-    """The phases by name and description, before any cluster is read."""
+def listed_phases() -> list[EnginePhase[Any, Any]]:
+    """The phases in order, by name and description (``upgrade phases``), before any cluster is read."""
     return upgrade_phases(Rollout(parse("1.0.0"), "", {}, {}, frozenset()))
-
-
-def phase_descriptions() -> list[tuple[str, str]]:
-    """``upgrade phases``: each phase's name and what it does, in order."""
-    return [(p.name, p.description) for p in _unread_phases()]
 
 
 # --- reading the cluster before the run --------------------------------------------------------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -103,8 +103,9 @@ class HostHeal:
     outcome: str = ""
     detail: str = ""
     report: str | None = None
-    #: A dry run's annotations of the node, as the run writes them (``step: would annotate node ...``).
-    notes: list[str] = field(default_factory=list)
+    #: A dry run's annotations of the node, as the run writes them: after how many ``steps``, and in words
+    #: (``step: would annotate node ...``).
+    notes: list[tuple[int, str]] = field(default_factory=list)
     #: Seconds from the start to each milestone (``checked``, each step, ``healthy``, ``released``).
     timeline: dict[str, float] = field(default_factory=dict)
 
@@ -114,7 +115,8 @@ class HostHeal:
 
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "outcome": self.outcome, "detail": self.detail, "chain": list(self.chain),
-                "chain_reason": self.chain_reason, "steps": [s.to_json() for s in self.steps], "notes": self.notes,
+                "chain_reason": self.chain_reason, "steps": [s.to_json() for s in self.steps],
+                "notes": [line for _, line in self.notes],
                 "report": self.report, "timeline": {k: round(v, 2) for k, v in self.timeline.items()}}
 
 
@@ -135,6 +137,8 @@ class _Healer:
         self.start = time.monotonic()
         #: The release gate's last findings: the GPUs a reset takes, the report's.
         self.findings: list[Finding] = []
+        #: A dry run's node, read once, with the annotations planned so far (the run reads it before each note).
+        self.planned: KubeNode | None = None
 
     # -- the cluster side ----------------------------------------------------------------
 
@@ -148,16 +152,17 @@ class _Healer:
             self.say(self.host.name, f"{step}: {result}", detail)
 
         def task(transport: Transport) -> None:
-            node = read_node(transport, self.host.name)
+            node = self.planned or read_node(transport, self.host.name)
             if node is None:
                 return
             entry = history.StepEntry(utc_stamp(), step, result, mask_text(detail))
-            wanted: dict[str, str | None] = {history.STEPS: history.with_step(history.steps_of(node), entry)}
+            wanted = {history.STEPS: history.with_step(history.steps_of(node), entry)}
             if state is not None:
                 wanted[history.STATE] = state
             for record in self.gate.submit_all(transport, node_ops.annotate(transport.host.name, node, wanted)):
                 if not record.applied:
-                    self.result.notes.append(f"{step}: would {record.change.summary}")
+                    self.result.notes.append((len(self.result.steps), f"{step}: would {record.change.summary}"))
+                    self.planned = replace(node, annotations={**node.annotations, **wanted})
 
         try:
             on_control_plane(self.runner, self.cp, task, label="heal: note", what=f"note {step} on the node",
@@ -202,6 +207,7 @@ class _Healer:
     def run(self) -> HostHeal:
         result = self.result
         node = self.node()
+        self.planned = None if self.gate.apply else node
         if node is None or not node_ops.is_quarantined(node):
             result.outcome, result.detail = ("failed", f"{self.host.name} is not a node of the cluster") \
                 if node is None else ("not quarantined", "not quarantined by clusterctl: nothing to heal")
@@ -228,16 +234,16 @@ class _Healer:
         if blocked is not None:  # not the hardware's fault (a lock, a drain refused): a person decides
             result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
             return result
-        if not self.gate.apply:
+        if not self.gate.apply:  # the annotation a run that exhausts the chain writes is planned too
             result.outcome = "planned"
             result.detail = (f"released after the first step the release gate then {self.gate_rule()}; else 'needs "
                              "hardware', nvidia-bug-report.sh run on the host for its report")
-            return result
-        if healed:
+        elif healed:
             return self.release()
-        result.outcome = "needs hardware"
-        result.detail = "no step cured it: it stays quarantined for a hardware repair"
-        result.report = self.report(reason, codes)
+        else:
+            result.outcome = "needs hardware"
+            result.detail = "no step cured it: it stays quarantined for a hardware repair"
+            result.report = self.report(reason, codes)
         self.note("needs hardware", "stays out", self.errors(), state="needs hardware")
         return result
 

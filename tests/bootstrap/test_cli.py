@@ -82,7 +82,7 @@ def test_json_output_and_unknown_phase(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_phases_are_listed_in_order(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = clusterctl(["-i", str(DEMO), "bootstrap", "phases"], capsys)
-    assert code == 0 and out.splitlines()[0].startswith("preflight")
+    assert code == 0 and out.splitlines()[1].startswith("preflight")
 
 
 def test_demo_plan_of_every_phase_and_out_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,13 +112,20 @@ def test_layout_advice_keeps_the_limit_to_copy_on_one_line(width: int) -> None:
     assert any("(-l '!gpu-a3')" in line for line in lines), run.stdout  # never "-l" / "'!gpu-a3'" on two lines
 
 
-def test_bootstrap_phases_wrap_under_the_description(width: int) -> None:
-    names = {p["name"] for p in clusterctl("-i", DEMO, "-o", "json", "bootstrap", "phases").json()}
-    run = clusterctl("-i", DEMO, "bootstrap", "phases")
+@pytest.mark.parametrize("command", ["bootstrap", "upgrade"])
+def test_phases_say_which_run_once_and_which_only_read_and_wrap_under_the_description(command: str,
+                                                                                       width: int) -> None:
+    phases = clusterctl("-i", DEMO, "-o", "json", command, "phases").json()
+    run = clusterctl("-i", DEMO, command, "phases")
     lines = assert_fits(run, width)
-    for line in lines:
-        assert line.startswith(" " * 19) or line.split()[0] in names, line
-    assert any(line.startswith(" " * 19) for line in lines)  # the longest descriptions did wrap
+    assert lines[0].split() == ["PHASE", "RUNS", "CHANGES", "WHAT", "IT", "DOES"]
+    runs, changes, what = (lines[0].index(header) for header in ("RUNS", "CHANGES", "WHAT"))
+    rows = [(line[:runs].strip(), line[runs:changes].strip(), line[changes:what].strip())
+            for line in lines[1:] if line[:what].strip()]
+    assert rows == [(p["name"], "once" if p["once_per_cluster"] else "each host", "no" if p["read_only"] else "yes")
+                    for p in phases]
+    assert any(line.startswith(" " * what) for line in lines)  # the longest descriptions did wrap
+    assert ("network", "once", "yes") in rows and (command == "upgrade" or ("preflight", "each host", "no") in rows)
 
 
 def test_bench_report_never_breaks_the_file_name(width: int) -> None:

@@ -184,3 +184,42 @@ def test_a_dry_run_reads_the_bmc_and_fails_where_it_does_not_answer_or_refuses_t
             assert done.exit_code == 1 and (last["step"], last["result"]) == ("power-cycle", "failed"), host
             assert why in last["detail"] and "not-the-password" not in done.output, last
         assert emulator.notified == []
+
+
+def test_a_dry_run_plans_each_annotation_with_its_step_and_the_needs_hardware_one_reading_the_node_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """heal --dry-run prints the annotation a step's note writes on the node under that step (all came after the
+    last step, the check's too), plans the 'needs hardware' one a run that exhausts the chain writes (it was left
+    out), and reads the node once for all of them (it read it again for each)."""
+    from clusterctl.mock.transport import MockTransport
+    from clusterctl.transport.base import CommandResult, RunRequest
+
+    monkeypatch.chdir(tmp_path)
+    sim = _quarantined(tmp_path, "GPU_ROW_REMAP_PENDING",
+                       "quarantine:\n  heal:\n    chains: {GPU_ROW_REMAP_PENDING: [reset-gpu, reboot]}\n")
+    _sick(monkeypatch, REMAP)
+    reads: list[str] = []
+    execute = MockTransport.execute
+
+    def counting(transport: MockTransport, request: RunRequest) -> CommandResult:
+        reads.extend(["node"] if re.search(r"kubectl .*get node gpu-a2 -o json", request.command) else [])
+        return execute(transport, request)
+
+    monkeypatch.setattr(MockTransport, "execute", counting)
+    done = clusterctl("-i", sim.inventory, "heal", "gpu-a2", "--dry-run")
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    notes = [i for i, line in enumerate(lines) if ": would annotate node gpu-a2 (" in line]
+    assert [lines[i - 1].split(": ")[1] + ": " + lines[i].split(": ", 1)[1] for i in notes] == [
+        "chain: check: would annotate node gpu-a2 (heal-history, heal-state)",
+        "drain: drain: would annotate node gpu-a2 (heal-history)",
+        "reset-gpu: reset-gpu: would annotate node gpu-a2 (heal-history)",
+        "reboot: reboot: would annotate node gpu-a2 (heal-history)",
+        "reboot: needs hardware: would annotate node gpu-a2 (heal-history, heal-state)"], done.stdout
+    assert lines[notes[-1] + 1].startswith("gpu-a2: PLANNED: released after the first step"), done.stdout
+    assert len(reads) == 2, reads  # heal's and the drain's (it read one more for each of the four notes)
+
+    done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
+    (host,) = json.loads(done.stdout)["hosts"]
+    assert host["outcome"] == "planned" and host["notes"][-1] == \
+        "needs hardware: would annotate node gpu-a2 (heal-history, heal-state)", host
