@@ -482,10 +482,14 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
                 fix="Drain the host and reboot it (NVIDIA: RESTART_BM for Xid 79); if it happens again, check the "
                     "slot, riser and power, then RMA."))
     if probe.kernel.unreadable:
+        # dmesg's refusal is kernel.dmesg_restrict (root only, no group helps); journalctl's is the journal's group.
+        dmesg = "read kernel buffer failed" in probe.kernel.unreadable
         found.append(_finding(
             Severity.WARNING, "KERNEL_LOG_UNREADABLE", host.name, f"the kernel log could not be read: "
             f"{probe.kernel.unreadable}", evidence=probe.kernel.unreadable,
-            fix="Give the login user read access to the kernel log (adm / systemd-journal group, or passwordless "
+            fix="dmesg is root's only here (kernel.dmesg_restrict=1): allow the login user passwordless "
+                "'sudo -n dmesg', or set kernel.dmesg_restrict=0, else Xids go unseen." if dmesg else
+                "Give the login user read access to the kernel log (adm / systemd-journal group, or passwordless "
                 "'sudo -n journalctl -k'), else Xids go unseen."))
     return found
 

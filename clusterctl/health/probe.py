@@ -192,10 +192,16 @@ def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...])
             probe.kernel = KernelLog((), source="journalctl")  # nothing logged in the window
             continue
         trouble = _problem(p, output)
+        attribute = _ATTRIBUTE[p.name]
+        if trouble is not None and trouble.kind == "failed" and p.name == "kernel-log" and \
+                (kernel := parse_shared(parse[attribute], output.text)).unreadable:
+            # dmesg refused (kernel.dmesg_restrict) after the shell's "journalctl: not found": the kernel log's
+            # reader names the refusal (KERNEL_LOG_UNREADABLE and its fix), not the program tried on the way.
+            probe.kernel = kernel
+            continue
         if trouble is not None:
             probe.problems.append(trouble)
             continue
-        attribute = _ATTRIBUTE[p.name]
         try:
             # Alike hosts print identical outputs (the same nvlink -s on every node): parsed once, as survey does.
             setattr(probe, attribute, parse_shared(parse[attribute], output.text))

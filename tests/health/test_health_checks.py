@@ -349,14 +349,17 @@ def test_probe_output_with_missing_and_hung_tools() -> None:
     assert probe.kernel is not None and probe.kernel.events == ()  # an empty window is no problem
 
 
-def test_a_kernel_log_whose_dmesg_answered_is_not_called_missing() -> None:
-    # A host without systemd (no journalctl) whose dmesg is root's only: dmesg is there and ran. The shell's
-    # "journalctl: not found" on the way used to make health say both were missing and to install them.
+def test_a_kernel_log_whose_dmesg_was_refused_says_so_and_how_to_allow_it() -> None:
+    # A host without systemd (no journalctl) whose dmesg is root's only (kernel.dmesg_restrict=1): dmesg is there
+    # and ran. The shell's "journalctl: not found" on the way is neither what to install nor the reason shown.
     text = ("### kernel-log\nsh: 1: journalctl: not found\ndmesg: read kernel buffer failed: Operation not "
             "permitted\n@@rc 1\n")
     probe = read_probe_outputs(split_probe_output(text), level0_probes(86400, 30)[1:2])
     (finding,) = judge([HostInput("h1", probe)]).hosts[0].findings
-    assert finding.code == "PROBE_FAILED" and "dmesg" not in finding.message + finding.fix, finding
+    assert (finding.code, finding.message) == ("KERNEL_LOG_UNREADABLE", "the kernel log could not be read: dmesg: "
+                                               "read kernel buffer failed: Operation not permitted")
+    assert "'sudo -n dmesg'" in finding.fix and "kernel.dmesg_restrict=0" in finding.fix, finding.fix
+    assert "journalctl" not in finding.fix and "Install" not in finding.fix
 
 
 def test_probe_command_quotes_nothing_from_the_inventory_and_writes_nothing() -> None:
