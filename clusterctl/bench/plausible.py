@@ -192,7 +192,9 @@ def nccl_checks(result: NcclTestResult, *, gpus_per_host: int | None, about: str
                                    f"bandwidth {figure:.1f} GB/s is {why}", about_kind=about_kind, fix=fix,
                                    measured_gbs=figure, limit_gbs=round(limit, 1)))
     if gpus_per_host and hosts:
-        short = {host: count for host, count in hosts.items() if count != gpus_per_host}
+        # Behind the author's '...' a host may have more ranks than the paste shows, never fewer.
+        short = {host: count for host, count in hosts.items()
+                 if count > gpus_per_host or (count < gpus_per_host and not result.elided)}
         if short:
             host, count = sorted(short.items())[0]
             found.append(bench_finding(

@@ -147,6 +147,8 @@ class NcclTestResult(ParseResult):
     nccl_tests_version: str | None = None
     #: Tables without their own ``Avg bus bandwidth`` (each process of a non-MPI launch prints its own table).
     unfinished_runs: int = 0
+    #: The paste leaves lines out (the author's ``...``): ranks and rows may be there that ``ranks`` and ``rows`` lack.
+    elided: bool = False
 
     @property
     def collective(self) -> str | None:
@@ -268,6 +270,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None =
     pasted = clean(text)
     # Ranks and rows behind the author's '...' are unknown: without this, the ranks read look like all there were.
     warnings = pasted.elision_warnings("lines", "the ranks and rows there are unknown")
+    elided = bool(warnings)
     info_lines: list[str] = []
     nccl_version: str | None = None
     tests_version: str | None = None
@@ -368,4 +371,5 @@ def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None =
         nccl_version=nccl_version,
         nccl_tests_version=tests_version,
         unfinished_runs=max(setups, tables, 1, summaries) - summaries if rows else 0,
+        elided=elided,
     )

@@ -138,6 +138,22 @@ def test_report_flags_figures_that_cannot_be_true_and_other_machines() -> None:
     assert files[0]["parse_warnings"] == [] and files[0]["printed_unit"] == "Gb/sec"
 
 
+def test_ranks_behind_an_authors_elision_are_no_rank_count_mismatch() -> None:
+    """GB300 logs that name ranks 0, 1, '...', 6, 7 (4 GPUs a host): 2 ranks read on a host is what the paste
+    shows, not what ran; a host with more ranks than GPUs is still another machine."""
+    elided = [str(FIXTURES / "nccl-tests" / name) for name in (
+        "all_reduce-gb300-2node-ranks-elided-truncated-comment.txt",
+        "alltoall-gb300-32node-ranks-elided-in-place-wrong-na.txt")]
+    result = clusterctl("bench", "report", "-o", "json", "--gpus-per-host", "4", *elided)
+    files = json.loads(result.stdout)["files"]
+    assert [[f["code"] for f in entry["findings"]] for entry in files] == [[], []], result.stdout
+    assert all("the ranks and rows there are unknown" in entry["parse_warnings"][0]["message"] for entry in files)
+    more = clusterctl("bench", "report", "-o", "json", "--gpus-per-host", "1", elided[0])
+    (finding,) = json.loads(more.stdout)["files"][0]["findings"]
+    assert finding["code"] == "RECORDING_MISMATCH" and "2 rank(s) on GPU-205 where the host has 1 GPUs" in \
+        finding["message"]
+
+
 def test_report_on_a_healthy_newer_perftest_in_mib_per_second() -> None:
     result = clusterctl("bench", "report", "-o", "json", "--rate-gbps", "400",
                         str(FIXTURES / "perftest" / "send_bw-ndr400-mib-sec-lockfree-prompt.txt"))
