@@ -27,8 +27,8 @@ from clusterctl.utc import utc_stamp
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
-    from clusterctl.slurm_changes import SlurmOutcome
     from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.slurm_changes import SlurmOutcome
     from clusterctl.transport.base import Transport
 
 
@@ -63,7 +63,8 @@ class HostQuarantine:
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "ok": self.ok, "already_quarantined": self.already, "done": self.done,
                 "kubernetes_node": self.kubernetes_node,
-                "drain": self.drain.to_json() if self.drain else None, "slurm": self.slurm.said if self.slurm else "", "error": self.error}
+                "drain": self.drain.to_json() if self.drain else None, "slurm": self.slurm.said if self.slurm else "",
+                "error": self.error}
 
 
 def control_plane(inventory: Inventory) -> Host:
