@@ -37,7 +37,7 @@ class QuarantinedNode:
     #: Slurm's side, beside Kubernetes': the node's state (``IDLE+DRAIN``), "" where no slurmd runs.
     slurm_state: str = ""
     slurm_reason: str = ""
-    #: False for a host Slurm alone knows (no Kubernetes node of that name).
+    #: False for a host Slurm alone knows (no Kubernetes node of that name), not for a node drained in Slurm alone.
     kubernetes_node: bool = True
 
     def to_json(self) -> dict[str, object]:
@@ -88,5 +88,5 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
             f"drained in Slurm outside clusterctl: {update_command(node.name, 'resume')} when its owner agrees"
         out.append(QuarantinedNode(host.name, node.reason_time or "", node.reason_user or "",
                                    node.reason.removeprefix(REASON_PREFIX), (), False, "", ours,
-                                   needs, node.state, node.reason, False))
+                                   needs, node.state, node.reason, host.name in nodes))
     return out

@@ -69,6 +69,11 @@ def test_status_shows_slurm_beside_kubernetes_and_drains_made_outside(sim: KubeS
         str(rows["gpu-s1"]["release_needs"])
     code, out = cli(sim, "status")
     assert code == 0 and "SLURM" in out and "IDLE+DRAIN" in out and "no node" in out
+    # A Kubernetes node left schedulable, drained in Slurm alone, is still a node (not "no node").
+    sim.sh("scontrol update nodename=gpu-a2 state=resume", host="gpu-a2")
+    assert cli(sim, "release", "gpu-a2", "--skip-checks", "--yes")[0] == 0
+    sim.sh("scontrol update nodename=gpu-a2 state=drain reason='bad DIMM'", host="gpu-a2")
+    assert _status(sim)["gpu-a2"]["kubernetes_node"] is True
     # release leaves a drain somebody else made
     code, out = cli(sim, "release", "gpu-s1", "--skip-checks", "--yes")
     assert "IDLE+DRAIN" in sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
