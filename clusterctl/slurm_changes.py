@@ -12,9 +12,12 @@ from clusterctl.transport.base import Transport
 
 @dataclass(frozen=True)
 class SlurmOutcome:
-    """What one host's drain or resume came to, in words; ``failed``: it was due and did not happen."""
+    """What one host's drain or resume came to, in words; ``failed``: it was due and did not happen; ``changed``:
+    it was made (or, in a dry run, would be); ``runs_slurmd``: False on a host without Slurm (nothing to say)."""
     said: str
     failed: bool = False
+    changed: bool = False
+    runs_slurmd: bool = True
 
 
 def read_node(transport: Transport, name: str, timeout_s: float) -> SlurmNode | None:
@@ -40,4 +43,5 @@ def submit(gate: Gate, transport: Transport, change: Change, done: str) -> Slurm
         gate.submit(transport, change)
     except ChangeFailed as exc:
         return SlurmOutcome(str(exc), failed=True)
-    return SlurmOutcome(f"{done} in Slurm node {change.node}" if gate.apply else f"would {change.summary}")
+    return SlurmOutcome(f"{done} in Slurm node {change.node}" if gate.apply else f"would {change.summary}",
+                        changed=True)

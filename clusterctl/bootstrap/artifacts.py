@@ -89,8 +89,8 @@ class Artifact:
         """One line a mirroring script can use: ``name=version``, ``image:tag``, ``repo chart version``."""
         if self.kind == "apt-package":
             return f"{self.name}={self.version}"
-        if self.kind == "image":
-            return f"{self.name}:{self.version}"
+        if self.kind == "image":  # a version pinned by digest alone is 'sha256:...', after '@'
+            return f"{self.name}{'@' if self.version.startswith('sha256:') else ':'}{self.version}"
         if self.kind == "chart":
             return f"{self.source} {self.name} {self.version}"
         return self.source
@@ -121,11 +121,13 @@ class ArtifactList:
 
 
 def split_image(reference: str) -> tuple[str, str]:
-    """``registry.k8s.io/pause:3.10.1`` -> (``registry.k8s.io/pause``, ``3.10.1``); a port is not a tag."""
+    """``registry.k8s.io/pause:3.10.1`` -> (``registry.k8s.io/pause``, ``3.10.1``); a port is not a tag. A digest
+    stays in the version, after its tag (``3.10.1@sha256:...``) or alone (``sha256:...``)."""
+    reference, at, digest = reference.partition("@")
     name, sep, tag = reference.rpartition(":")
     if not sep or "/" in tag:
-        return reference, "latest"
-    return name, tag
+        name, tag = reference, "" if at else "latest"
+    return name, "@".join(filter(None, (tag, digest)))
 
 
 def _image(reference: str, phase: str, note: str = "") -> Artifact:

@@ -96,7 +96,8 @@ def image_url(artifact: Artifact, mirrors: Mapping[str, Sequence[str]]) -> str:
     if registry == "docker.io" and "/" not in path:
         path = f"library/{path}"
     endpoint = (list(mirrors.get(registry, ())) or [registry_server(registry)])[0]
-    return f"{endpoint.rstrip('/')}/v2/{path}/manifests/{artifact.version}"
+    # A version pinned by digest is asked for by it (what the nodes pull), not by its tag.
+    return f"{endpoint.rstrip('/')}/v2/{path}/manifests/{artifact.version.rpartition('@')[2]}"
 
 
 Runner = Callable[[str], tuple[str, str, int]]

@@ -33,7 +33,7 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
     for r in results:
         if r.error:  # what was done beside the failure (a drain's pods unreadable, Slurm) is still said
             _say(app, f"FAILED {r.host}: {r.error}")
-        elif not r.done:
+        elif not r.done and not (r.slurm and r.slurm.changed):
             _say(app, f"{r.host}: already quarantined as asked; nothing to change")
         for line in r.done:
             _say(app, f"{r.host}: {would}{line}")
@@ -48,8 +48,8 @@ def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_
                 _say(app, f"{r.host}: drain: warning: {warning}")
             for left in d.not_evicted:
                 _say(app, f"{r.host}: drain: NOT EVICTED {left.pod}: {left.reason}")
-        if r.slurm and r.slurm not in ("no slurmd", r.error):
-            _say(app, f"{r.host}: slurm: {r.slurm}")
+        if r.slurm and r.slurm.runs_slurmd and r.slurm.said != r.error:
+            _say(app, f"{r.host}: slurm: {r.slurm.said}")
     say_run_end(app, dry_run=dry_run, journal=journal)
 
 
@@ -69,8 +69,8 @@ def print_release(app: AppContext, results: Sequence[HostRelease], *, dry_run: b
         if r.refused:
             _say(app, f"REFUSED {r.host}: {r.refusal}")
             continue
-        if r.slurm and r.slurm != "no slurmd":
-            _say(app, f"{r.host}: slurm: {r.slurm}")
+        if r.slurm and r.slurm.runs_slurmd:
+            _say(app, f"{r.host}: slurm: {r.slurm.said}")
         _say(app, f"{r.host}: {'would be ' if dry_run else ''}released")
     say_run_end(app, dry_run=dry_run, journal=journal)
 

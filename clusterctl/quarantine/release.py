@@ -23,6 +23,7 @@ from clusterctl.quarantine.policy import counts_against
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory, QuarantineConfig
+    from clusterctl.slurm_changes import SlurmOutcome
     from clusterctl.transport.base import Transport
 
 
@@ -34,7 +35,7 @@ class HostRelease:
     refused: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
-    slurm: str = ""
+    slurm: SlurmOutcome | None = None
     not_quarantined: bool = False
     #: The node was quarantined when read: only then does a refusal leave it "quarantined".
     quarantined: bool = False
@@ -51,7 +52,8 @@ class HostRelease:
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "released": self.released, "not_quarantined": self.not_quarantined,
                 "quarantined": self.quarantined,
-                "refused": self.refused, "checks": self.checks, "done": self.done, "slurm": self.slurm}
+                "refused": self.refused, "checks": self.checks, "done": self.done,
+                "slurm": self.slurm.said if self.slurm else ""}
 
 
 #: ``checks(runner, hosts) -> {host: findings}``: error-level findings keep a host quarantined.
@@ -164,7 +166,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
                     results[host.name].refused.append(f"the control plane {cp.name} failed ({why})")
     back = [h for h in candidates if results[h.name].released]
     for name, outcome in slurm.drain_or_resume(runner, back, gate, reason=None).items():
-        results[name].slurm = outcome.said
+        results[name].slurm = outcome
         if outcome.failed:  # still drained in Slurm: not back, whatever Kubernetes' side did
             results[name].released = False
             results[name].refused.append(outcome.said)

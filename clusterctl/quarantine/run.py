@@ -28,6 +28,7 @@ from clusterctl.utc import utc_stamp
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
+    from clusterctl.slurm_changes import SlurmOutcome
     from clusterctl.transport.base import Transport
 
 
@@ -48,8 +49,8 @@ class HostQuarantine:
     #: What was done (or would be), one line per change, in order.
     done: list[str] = field(default_factory=list)
     drain: DrainReport | None = None
-    #: Slurm's part: "drained", "already drained", "no slurmd", or an error.
-    slurm: str = ""
+    #: Slurm's part (``None``: not asked): drained, already drained, no slurmd, or an error.
+    slurm: SlurmOutcome | None = None
     error: str | None = None
     already: bool = False
     #: False: no Kubernetes node of that name (a Slurm-only host): Slurm is all there is to do.
@@ -62,7 +63,8 @@ class HostQuarantine:
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "ok": self.ok, "already_quarantined": self.already, "done": self.done,
                 "kubernetes_node": self.kubernetes_node,
-                "drain": self.drain.to_json() if self.drain else None, "slurm": self.slurm, "error": self.error}
+                "drain": self.drain.to_json() if self.drain else None, "slurm": self.slurm.said if self.slurm else "",
+                "error": self.error}
 
 
 def control_plane(inventory: Inventory) -> Host:
@@ -135,10 +137,10 @@ def quarantine_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host]
     # be read included): a host being quarantined takes no new job. Its first failure stays its error.
     for host_name, outcome in slurm.drain_or_resume(runner, hosts, gate, request.reason).items():
         result = results[host_name]
-        result.slurm = outcome.said
+        result.slurm = outcome
         if outcome.failed:
             result.error = result.error or outcome.said
-        elif not result.kubernetes_node and outcome.said == "no slurmd":
+        elif not result.kubernetes_node and not outcome.runs_slurmd:
             result.error = f"{host_name} is not a node of the cluster (kubectl get node: NotFound) and runs no slurmd"
     return [results[h.name] for h in hosts]
 

@@ -40,7 +40,7 @@ def drain_or_resume(runner: Runner, hosts: Sequence[Host], gate: Gate, reason: s
 
     def task(transport: Transport) -> SlurmOutcome:
         if not runs_slurmd(transport):
-            return SlurmOutcome("no slurmd")
+            return SlurmOutcome("no slurmd", runs_slurmd=False)
         name = node_name(by_name[transport.host.name])
         node = read_node(transport, name, 30)
         if node is None:

@@ -11,6 +11,7 @@ from fixture_files import read_fixture
 from sim_cluster import SimCluster
 
 from clusterctl.bootstrap.apt_sources import packages_index_url
+from clusterctl.bootstrap.artifacts import Artifact, split_image
 from clusterctl.bootstrap.artifacts_probe import chart_versions, judge_status, parse_packages_index
 from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR, kubeadm_images
 from clusterctl.errors import ParseError
@@ -55,6 +56,14 @@ def test_a_site_registry_rehomes_images_and_coredns_loses_its_sub_path() -> None
     images = kubeadm_images("1.36.2", "mirror.site:5000/k8s")
     assert "mirror.site:5000/k8s/coredns:v1.14.2" in images
     assert "mirror.site:5000/k8s/kube-apiserver:v1.36.2" in images
+
+
+@pytest.mark.parametrize("reference", ["mirror.site:5000/pause", "pause:3.10.2", f"pause@sha256:{'c' * 64}",
+                                       f"mirror.site:5000/k8s/pause:3.10.2@sha256:{'c' * 64}"])
+def test_an_image_reference_is_listed_as_given(reference: str) -> None:
+    name, version = split_image(reference)
+    assert "@" not in name and name.count(":") <= 1 and Artifact("image", name, version, "", "").reference == \
+        (reference if version != "latest" else f"{reference}:latest")
 
 
 def test_mirrors_of_the_inventory_are_applied_and_out_writes_plain_lists(tmp_path: Path) -> None:
@@ -121,6 +130,7 @@ def test_the_probe_names_what_the_site_mirror_lacks(tmp_path: Path) -> None:
             {"body": "Package: kubeadm\nVersion: 1.36.2-1.1\n\nPackage: kubelet\nVersion: 1.36.2-1.1\n"},
         "https://mirror.site/charts/index.yaml": {"body": index},
         "https://mirror.site:5000/v2/k8s/kube-apiserver/manifests/v1.36.2": {"status": 200},
+        f"https://mirror.site:5000/v2/k8s/pause/manifests/sha256:{'a' * 64}": {"status": 200},
     }
     (profile / "profile.yaml").write_text(json.dumps({"extends": str(profiles / "gpu-a1"),
                                                       "machine": {"http": served}}))
@@ -134,6 +144,7 @@ bootstrap:
   mirror: https://mirror.site/repos
   image_repository: mirror.site:5000/k8s
   registry_mirrors: {{"mirror.site:5000": ["https://mirror.site:5000"]}}
+  sandbox_image: mirror.site:5000/k8s/pause:3.10.2@sha256:{'a' * 64}
   addons:
     charts:
       nvidia-device-plugin: {{repository: https://mirror.site/charts}}
@@ -145,6 +156,10 @@ bootstrap:
     assert probed["mirror.site:5000/k8s/kube-apiserver:v1.36.2"] == "present"
     assert probed["mirror.site:5000/k8s/etcd:3.6.8-0"] == "missing"
     assert probed["https://mirror.site/charts nvidia-device-plugin 0.20.0"] == "present"
+    # An image pinned by digest is asked for by its digest, and listed under its name (not 'pause:3.10.2@sha256').
+    pause = next(a for a in done.json()["artifacts"] if a["phase"] == "containerd")
+    assert (pause["name"], pause["version"]) == ("mirror.site:5000/k8s/pause", f"3.10.2@sha256:{'a' * 64}")
+    assert probed[f"mirror.site:5000/k8s/pause:3.10.2@sha256:{'a' * 64}"] == "present"
     assert "kubectl=1.36.2-*" in done.json()["missing"]
     human = clusterctl("-i", inventory, "bootstrap", "artifacts", "--probe")
     assert "MISSING mirror.site:5000/k8s/etcd:3.6.8-0" in human.stdout

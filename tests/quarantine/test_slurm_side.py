@@ -35,7 +35,7 @@ def _status(sim: KubeSim) -> dict[str, dict[str, object]]:
 def test_a_slurm_only_host_is_quarantined_and_released_through_slurm(sim: KubeSim) -> None:
     code, out = cli(sim, "quarantine", "gpu-s1", "--reason", "xid 79", "--yes")
     assert code == 0, out
-    assert "drained in Slurm node gpu-s1" in out
+    assert "drained in Slurm node gpu-s1" in out and "nothing to change" not in out, out
     state = sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
     assert "State=IDLE+DRAIN" in state and "Reason=clusterctl: xid 79" in state
     row = _status(sim)["gpu-s1"]
