@@ -235,7 +235,7 @@ def test_plan_and_apply_read_each_nodes_packages_once_then_once_after_each_packa
     monkeypatch.setattr(MockTransport, "execute", recording)
     plan = _run("upgrade", "plan", "--to", "1.36.3")
     assert plan.exit_code == 0, plan.output
-    assert asked == dict.fromkeys(("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"), ["read"]), asked
+    assert asked == {host: ["read"] for host in ("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3")}, asked
     asked.clear()
     done = _apply(bootstrapped_demo, "--to", "1.36.3")
     assert done.exit_code == 0, done.output
