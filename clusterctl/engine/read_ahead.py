@@ -125,6 +125,12 @@ class ReadAhead:
         return sum(self.accept(batch, transport.run(batch.line, sudo=batch.sudo))
                    for batch in self.batches(reads) if skip is None or batch.sudo != skip.sudo)
 
+    def hand_on(self, answers: Mapping[tuple[str, bool], CommandResult]) -> None:
+        """What a phase of a plan read: a plan changes no host, so the next phase that runs the same command
+        gets the same answer without asking again (upgrade plan's phases each read the node's packages)."""
+        with self._lock:
+            self._answers.update(answers)
+
     def take(self, command: str, sudo: bool) -> CommandResult | None:
         with self._lock:
             return self._answers.pop((command, sudo), None)

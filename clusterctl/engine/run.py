@@ -652,7 +652,7 @@ def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
             ctx = run.unconnected(host, "read ahead")
             reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster)
                      and phase.applies_to(ctx) for read in phase.reads(ctx) if read not in answered]
-        if len(reads) > 1 or answered:
+        if len(reads) > 1 or answered or not run.settings.apply:  # a plan's phases hand their answers on
             out[host.name] = (reads, ReadAhead(answered))
     return out
 
@@ -880,6 +880,8 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
             result.skipped = SkipReason.DONE_BEFORE
             return done(Status.SKIPPED, SkipReason.DONE_BEFORE.value)
     if not settings.apply:
+        if known is not None:
+            known.hand_on(reader.kept())
         host_gate.submit_all(changes)
         result.changes = changes
         wait = phase.wait(ctx)

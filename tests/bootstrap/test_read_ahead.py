@@ -251,3 +251,14 @@ def test_a_plan_with_answers_read_before_it_and_nothing_to_batch_sends_no_empty_
                                RunSettings(apply=False, answered=answered))
     assert report.ok and "read" not in labels, labels
     assert len(fleet.reads("n1")) == 1
+
+
+def test_in_a_plan_a_read_two_phases_make_is_made_once(tmp_path: Path) -> None:
+    """A plan changes no host: the second phase that reads what the first read is given that answer."""
+    fleet = Fleet(tmp_path, ["n1", "n2"])
+    phases = [ReadsFile("first", "/etc/shared.conf"), ReadsFile("second", "/etc/shared.conf")]
+    report = fleet.run(phases, apply=False, read_ahead=False, tmp_path=tmp_path)
+    assert report.ok and len([c for r in report.results for c in r.changes]) == 4
+    assert len(fleet.reads("n1")) == 1 and len(fleet.reads("n2")) == 1
+    applied = fleet.run(phases, apply=True, read_ahead=False, tmp_path=tmp_path)
+    assert applied.ok and len(fleet.reads("n1")) == 2  # a run that changes the host: each phase reads it
