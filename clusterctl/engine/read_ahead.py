@@ -6,10 +6,12 @@ When no change is expected before a phase reads its host (a plan changes nothing
 on a host whose previous run finished every phase), the engine asks each phase what its ``check``
 reads (``Phase.reads``) and reads all of it at once, right after taking the host's lock, each
 command's output under a marker line of its own (a random token per run, so no output can fake
-one). Each answer is given once, to the first ``check`` that runs that command; the moment a change
-is applied on the host the rest is forgotten (``forget``), so no phase ever reads a host older than
-a change. A guess that was wrong (the host had drifted) costs the reads of the later phases, done
-again one by one after the change.
+one); what was read before the run (``RunSettings.answered``) is not read again. An answer is given
+to the first read of that command, and once only, except in a plan: it changes nothing, so what a
+phase read is handed on to the host's next phase (``hand_on``). The moment a change is applied on
+the host the rest is forgotten (``forget``), so no phase ever reads a host older than a change. A
+guess that was wrong (the host had drifted) costs the reads of the later phases, done again one by
+one after the change.
 
 Each command's exit status is kept with its output; one that failed there is not given (its
 phase runs it again itself, and sees why). The answers carry no stderr (the batch's is shared), so
@@ -87,7 +89,7 @@ class Batch:
 
 
 class ReadAhead:
-    """One host's answers read ahead: each given once, all forgotten after a change."""
+    """One host's answers read ahead: each given once (a plan hands them on), all forgotten after a change."""
 
     def __init__(self, answered: Mapping[tuple[str, bool], CommandResult] | None = None) -> None:
         self._answers: dict[tuple[str, bool], CommandResult] = dict(answered or {})
