@@ -110,6 +110,21 @@ def test_an_api_server_image_pinned_by_digest_reads_its_tag_or_says_it_has_none(
     assert "is not a Kubernetes version" not in untagged.stderr, untagged.stderr
 
 
+def test_kubeadm_upgrade_node_puts_back_the_manifests_it_would_write(bootstrapped_demo: Path) -> None:
+    # Simulated as kubeadm does it (phases/upgrade/staticpods.go): each manifest is compared with the one it would
+    # write, a different one replaced; no version is read from it, so a hand edit at the cluster's version goes too.
+    from clusterctl.mock.state import HostState
+
+    fs = HostState(mock_cluster_folder(bootstrapped_demo) / "hosts" / "gpu-a1", "gpu-a1").fs
+    manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+    text = (fs.read(manifest) or b"").decode()
+    tagged = "registry.k8s.io/kube-apiserver:v1.36.2"
+    for edited in (text + "    args: [--profiling=true]\n", text.replace(tagged, f"{tagged}@sha256:{'ab' * 32}")):
+        fs.write(manifest, edited.encode(), mode=0o600)
+        done = _run("-l", "gpu-a1", "exec", "--sudo", "kubeadm", "upgrade", "node")
+        assert done.exit_code == 0 and (fs.read(manifest) or b"").decode() == text, done.output
+
+
 def test_plan_and_dry_run_change_nothing(bootstrapped_demo: Path) -> None:
     before = state_digest(bootstrapped_demo)
     assert _run("upgrade", "plan", "--to", "1.37.2").exit_code == 0

@@ -54,12 +54,6 @@ def _fatal(errors: list[str]) -> ToolResult:
                       f"\n\n{listed}\nCan be bypassed if you pass the --force flag\n{TRACE}", 1)
 
 
-def _manifest_version(ctx: ToolContext) -> str | None:
-    data = ctx.fs.read("/etc/kubernetes/manifests/kube-apiserver.yaml") or b""
-    return next((line.rsplit(":", 1)[1].strip() for line in data.decode(errors="replace").splitlines()
-                 if "image:" in line and ":" in line.split("image:", 1)[1]), None)
-
-
 def _plan(ctx: ToolContext, kube: dict[str, object], target: str | None) -> ToolResult:
     cluster = str(kube.get("version") or "")
     kubeadm = kubeadm_version(ctx)
@@ -129,8 +123,9 @@ def _node(ctx: ToolContext, kube: dict[str, object], *, dry_run: bool) -> ToolRe
             out += f'[dryrun] Would upgrade your static Pod-hosted control plane to version "{cluster}"'
         return ctx.ok(out + DRY_RUN_DONE)
     if ctx.fs.exists(f"/etc/kubernetes/manifests/{MANIFESTS[1]}"):
-        if _manifest_version(ctx) != cluster:
-            write_manifests(ctx, cluster)
+        # kubeadm reads no version from a manifest: it replaces each that differs from the one it would write
+        # (staticpods.go, ManifestFilesAreEqual), a hand edit or a digest too; one that is equal stays, as it would.
+        write_manifests(ctx, cluster)
         out += "[upgrade] The control plane instance for this node was successfully upgraded!\n"
     else:
         out += "[upgrade] Skipping phase. Not a control plane node.\n"
