@@ -27,8 +27,9 @@ REASON_PREFIX = "clusterctl: "
 #: The longest drain reason written (``sinfo -R`` shows the start; scontrol shows all).
 REASON_LIMIT = 200
 _KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z_]*)=")
-#: Slurm's ``[user@time]`` stamp closes a Reason (in the ``-o`` layout the fields after it, ``InstanceId=`` of a
-#: cloud node, are fields): the LAST one, as the text before it may hold a ``[x@y]`` or ``Key=`` typed by an admin.
+#: Slurm's ``[user@time]`` stamp closes a Reason's first line (``-o``: its next lines, then fields such as a cloud
+#: node's ``InstanceId=``, follow it): the FIRST one followed by a next line, else the LAST, as the reason's own
+#: text may hold a ``[x@y]`` or ``Key=`` typed by an admin.
 _STAMP = re.compile(r"\[([^\[\]@]*)@([^\[\]]*)\]")
 #: Free-text fields: the value is the rest of the line (any text, `Key=` included), up to another
 #: of them in the ``-o`` layout.
@@ -94,8 +95,9 @@ def _split_fields(text: str, line_no: int) -> list[tuple[str, str]]:
         if key in _FREE_TEXT:
             limit = next((m.start() for m in following if m.group(1) in _FREE_TEXT), len(text))
             stamps = list(_STAMP.finditer(text, match.end(), limit)) if key == "Reason" else []
-            stamped = stamps[-1].end() if stamps else limit
-            if stamps and text.startswith(_NEXT_LINE, stamped):
+            stamp = next((s for s in stamps if text.startswith(_NEXT_LINE, s.end())), stamps[-1] if stamps else None)
+            stamped = stamp.end() if stamp else limit
+            if stamp and text.startswith(_NEXT_LINE, stamped):
                 first_line_end = stamped
                 stamped = next((m.start() for m in following if m.start() > stamped and m.group(1) in _AFTER_REASON),
                                len(text))

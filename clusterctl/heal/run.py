@@ -234,10 +234,13 @@ class _Healer:
         if blocked is not None:  # not the hardware's fault (a lock, a drain refused): a person decides
             result.outcome, result.detail = "failed", f"{blocked}; it stays quarantined"
             return result
-        if not self.gate.apply:  # the annotation a run that exhausts the chain writes is planned too
-            result.outcome = "planned"
-            result.detail = (f"released after the first step the release gate then {self.gate_rule()}; else 'needs "
-                             "hardware', nvidia-bug-report.sh run on the host for its report")
+        if not self.gate.apply:  # what a run that exhausts the chain does is planned too: its bug report, its note
+            # A step that already fails in the plan (no BMC to power-cycle through) fails it, as the run would.
+            failing = next((s.step for s in result.steps if s.result is Status.FAILED), None)
+            result.outcome = "failed" if failing else "planned"
+            result.detail = (f"{failing} would fail: see its step; " if failing else "") + \
+                f"released after the first step the release gate then {self.gate_rule()}; else 'needs hardware'"
+            self.bug_report()
         elif healed:
             return self.release()
         else:
@@ -248,7 +251,7 @@ class _Healer:
         return result
 
     def steps(self) -> tuple[bool, str | None]:
-        """The chain on the engine: whether a step cured the host, and why it stops short (lock, drain, plan)."""
+        """The chain on the engine: whether a step cured the host, and why it stops short (a lock, a drain)."""
         phases = chain_phases(self, self.result.chain)
         if not phases:
             return False, None
@@ -264,10 +267,6 @@ class _Healer:
                             RunSettings(apply=self.gate.apply, gate=self.gate, on_phase=noted))
         later = next((r.phase for r in report.results if r.status is Status.SKIPPED and r.phase != HealDrain.name),
                      None)
-        if later is None and not self.gate.apply and self.host.name in report.failed_hosts:
-            # A plan whose step already fails (no BMC to power-cycle through): it fails, as the run would.
-            failing = next(r.phase for r in report.results if r.status is Status.FAILED)
-            return False, f"{failing} would fail: see its step"
         if later is None or report.cured:
             return bool(report.cured), None
         # A failed drain is said once, on its own step line (which every output shows): here only pointed to.
@@ -301,12 +300,6 @@ class _Healer:
         else:
             why = failure or f"exit {value.exit_code if value else '?'}: {value.stderr.strip()[:120] if value else ''}"
             gpus = [f"  (could not be read: {why})"]
-        log = f"/var/tmp/nvidia-bug-report-{host.name}-{file_stamp()}.log"
-        bug = Change.run(host.name, f"nvidia-bug-report.sh --output-file {log}",
-                         summary=f"collect nvidia-bug-report on {host.name}", timeout_s=900,
-                         cannot_undo=f"the report stays in {log}.gz, for the hardware ticket")
-        _value, failure = self.on_host(lambda t: self.gate.submit(t, bug), "heal: nvidia-bug-report", 960)
-        where = f"{host.name}:{log}.gz" if failure is None else f"not made ({failure})"
         tried = [f"  {s.step}: {s.result.value}{' - ' + s.detail if s.detail else ''}" for s in self.result.steps]
         lines = [f"Hardware repair needed: {host.name} ({host.connect_address}"
                  f"{', rack ' + host.rack if host.rack else ''})",
@@ -316,8 +309,20 @@ class _Healer:
                  "GPUs (index, name, serial, uuid, PCI bus id):", *gpus,
                  f"Remediation tried (chain {', '.join(self.result.chain) or 'none'}; {self.result.chain_reason}):",
                  *(tried or ["  nothing"]),
-                 f"nvidia-bug-report: {where}"]
+                 f"nvidia-bug-report: {self.bug_report()}"]
         return mask_text("\n".join(lines))
+
+    def bug_report(self) -> str:
+        """nvidia-bug-report.sh on the host, through the gate (a dry run plans it, under 'needs hardware' as the
+        annotation after it): where its log is, or why it was not made."""
+        host = self.host.name
+        log = f"/var/tmp/nvidia-bug-report-{host}-{file_stamp()}.log"
+        bug = Change.run(host, f"nvidia-bug-report.sh --output-file {log}", summary=f"collect nvidia-bug-report on "
+                         f"{host}", timeout_s=900, cannot_undo=f"the report stays in {log}.gz, for the hardware ticket")
+        record, failure = self.on_host(lambda t: self.gate.submit(t, bug), "heal: nvidia-bug-report", 960)
+        if record is not None and not record.applied:
+            self.result.notes.append((len(self.result.steps), f"needs hardware: would {bug.summary}"))
+        return f"{host}:{log}.gz" if failure is None else f"not made ({failure})"
 
 
 class HealStep(ReadsNothing, Phase[Any, PhaseContext]):

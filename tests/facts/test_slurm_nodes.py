@@ -85,12 +85,15 @@ def test_a_reason_with_brackets_and_keys_typed_in_it_ends_at_slurms_own_stamp() 
         assert node.field("Xid") is None and node.field("RMA") is None
         assert (node.field("InstanceId"), node.field("InstanceType")) == ("i-0cba89ff05359cd2f", "g7e.8xlarge")
 
-def test_a_reason_of_two_lines_is_kept_whole_in_both_layouts() -> None:
-    # scontrol prints a reason's next lines under it, indented ("-o": after the stamp, 8 spaces before each).
-    read = [parse_nodes(read_fixture("scontrol", f"pcluster-24.11-reason-two-lines{layout}.txt"))
+@pytest.mark.parametrize(("variant", "second_line"), [("", "RMA=pending, ticket INC-4711"),
+                                                      ("-typed-brackets", "RMA=pending [ticket INC-4711@servicedesk]")])
+def test_a_reason_of_two_lines_is_kept_whole_in_both_layouts(variant: str, second_line: str) -> None:
+    # scontrol prints a reason's next lines under it, indented ("-o": after the stamp, 8 spaces before each);
+    # Slurm's stamp closes the first line, a [x@y] typed in a next line is the reason's text.
+    read = [parse_nodes(read_fixture("scontrol", f"pcluster-24.11-reason-two-lines{variant}{layout}.txt"))
             for layout in ("", "-oneliner")]
     for (node,) in read:
-        assert node.reason == "GPU 3 Xid=79 again after reseat\nRMA=pending, ticket INC-4711"
+        assert node.reason == f"GPU 3 Xid=79 again after reseat\n{second_line}"
         assert (node.reason_user, node.reason_time) == ("root", "2026-03-11T11:05:51")
         assert node.field("RMA") is None and node.field("InstanceType") == "g7e.8xlarge"
     assert read[0] == read[1]

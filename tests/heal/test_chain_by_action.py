@@ -57,7 +57,10 @@ def test_a_pending_row_remap_takes_the_gpu_reset_first(tmp_path: Path, monkeypat
     assert "reset GPU 3 of gpu-a2" in reset["changes"]
     # gpu-a2 has no BMC: the plan's last step already fails, the plan with it (exit 1), each step still shown.
     assert done.exit_code == 1 and host["outcome"] == "failed", host
-    assert host["detail"] == "power-cycle would fail: see its step; it stays quarantined", host
+    assert host["detail"].startswith("power-cycle would fail: see its step; released after the first step"), host
+    # Then the run, no step cured, ends 'needs hardware', with nvidia-bug-report.sh through the gate: planned too.
+    assert host["notes"][-2:] == ["needs hardware: would collect nvidia-bug-report on gpu-a2",
+                                  "needs hardware: would annotate node gpu-a2 (heal-history, heal-state)"], host
     last = host["steps"][-1]
     assert (last["step"], last["result"], last["detail"]) == ("power-cycle", "failed",
                                                               "gpu-a2 has no BMC in the inventory (bmc)"), host
@@ -111,7 +114,12 @@ def test_a_dry_run_says_what_each_step_would_do_in_80_columns(tmp_path: Path, mo
     # gpu-a2 has no BMC: the plan's power cycle already fails, named, and so does the dry run, as the run would
     # end (before, it said 'PLANNED' and exited 0).
     assert done.exit_code == 1 and "gpu-a2: power-cycle: failed: gpu-a2 has no BMC in the inventory (bmc)" in lines
-    assert "gpu-a2: FAILED: power-cycle would fail: see its step; it stays quarantined" in lines, done.stdout
+    # What the run, no step cured, then ends with: the bug report and 'needs hardware' on the node (left out).
+    end = lines.index("gpu-a2: power-cycle: would annotate node gpu-a2 (heal-history)") + 1
+    assert lines[end:end + 3] == ["gpu-a2: needs hardware: would collect nvidia-bug-report on gpu-a2",
+                                  "gpu-a2: needs hardware: would annotate node gpu-a2 (heal-history, heal-state)",
+                                  "gpu-a2: FAILED: power-cycle would fail: see its step; released after the first"
+                                  ], done.stdout
     # Each step the run keeps on the node (heal-history, heal-state): would-be changes too, as its steps are.
     assert "gpu-a2: check: would annotate node gpu-a2 (heal-history, heal-state)" in lines, done.stdout
     assert "gpu-a2: reboot: would annotate node gpu-a2 (heal-history)" in lines, done.stdout
@@ -215,11 +223,13 @@ def test_a_dry_run_plans_each_annotation_with_its_step_and_the_needs_hardware_on
         "drain: drain: would annotate node gpu-a2 (heal-history)",
         "reset-gpu: reset-gpu: would annotate node gpu-a2 (heal-history)",
         "reboot: reboot: would annotate node gpu-a2 (heal-history)",
-        "reboot: needs hardware: would annotate node gpu-a2 (heal-history, heal-state)"], done.stdout
+        "needs hardware: needs hardware: would annotate node gpu-a2 (heal-history, heal-state)"], done.stdout
+    assert lines[notes[-1] - 1] == "gpu-a2: needs hardware: would collect nvidia-bug-report on gpu-a2", done.stdout
     assert lines[notes[-1] + 1].startswith("gpu-a2: PLANNED: released after the first step"), done.stdout
     assert len(reads) == 2, reads  # heal's and the drain's (it read one more for each of the four notes)
 
     done = clusterctl("-i", sim.inventory, "-o", "json", "heal", "gpu-a2", "--dry-run")
     (host,) = json.loads(done.stdout)["hosts"]
-    assert host["outcome"] == "planned" and host["notes"][-1] == \
-        "needs hardware: would annotate node gpu-a2 (heal-history, heal-state)", host
+    assert host["outcome"] == "planned" and host["notes"][-2:] == [
+        "needs hardware: would collect nvidia-bug-report on gpu-a2",
+        "needs hardware: would annotate node gpu-a2 (heal-history, heal-state)"], host

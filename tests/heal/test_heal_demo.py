@@ -46,7 +46,7 @@ def test_xid_79_heals_by_power_cycle_a_persisting_fault_needs_hardware_and_a_fla
         assert "would power-cycle gpu-a2 through its BMC" in out and "dry run: nothing was changed" in out
         assert "gpu-a2: needs hardware: would annotate node gpu-a2 (heal-history, heal-state)" in out, out
         # What the run would do when nothing cures it, the command it runs on the host included.
-        assert "else 'needs hardware', nvidia-bug-report.sh run on the host for its report" in out, out
+        assert "gpu-a2: needs hardware: would collect nvidia-bug-report on gpu-a2" in out, out
         assert demo.emulator.notified == []
         assert demo.cli("release", "gpu-a2", "--skip-checks", "--yes")[0] == 0
 
