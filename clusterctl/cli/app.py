@@ -145,12 +145,7 @@ def check_number_options(command: Any) -> None:
     would drain without a limit. Done once here, where commands are built, so that no option can be left out.
     """
     import math
-
-    def parsed(text: str, kind: type[float] | type[int]) -> float | None:
-        try:
-            return kind(text)
-        except ValueError:
-            return None
+    import re
 
     for param in getattr(command, "params", ()):
         if getattr(param, "number_checked", False) or param.bare_type() not in ("int", "float"):
@@ -160,9 +155,13 @@ def check_number_options(command: Any) -> None:
         def checked(ctx: Any, value: Any, process: Any = process, param: Any = param) -> Any:
             if not isinstance(value, str):
                 return process(ctx, value)
-            whole, number, low, high = param.bare_type() == "int", parsed(value, float), param.min, param.max
+            try:
+                number: float | None = float(value)
+            except ValueError:
+                number = None
+            whole, low, high = param.bare_type() == "int", param.min, param.max
             problem = ("not a number" if number is None else "not a finite number" if not math.isfinite(number)
-                       else "not a whole number" if whole and parsed(value, int) is None
+                       else "not a whole number" if whole and not re.fullmatch(r"\s*[+-]?\d+\s*", value)
                        else "out of range" if (low is not None and number < low) or (high is not None and number > high)
                        else None)
             if problem is None:
