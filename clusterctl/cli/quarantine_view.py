@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from clusterctl.cli.changes_view import PLANNED_WORDS, say_run_end
 from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
-from clusterctl.terminal_text import one_line, visible
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.cli.context import AppContext
@@ -21,10 +21,10 @@ if TYPE_CHECKING:
 
 
 def _say(app: AppContext, text: str) -> None:
-    # Pod names, reasons and messages come from the cluster: printed as text, never as markup,
-    # their control characters shown as escapes, a registered secret masked (as ``AppContext.say``
-    # does), long lines wrapped under their host.
-    print_wrapped(app.console, visible(mask_text(text)), 4)
+    # Pod names, reasons and messages come from the cluster: printed as text, never as markup, each on
+    # one line (a Slurm reason's newlines and control characters shown as escapes, as ``health --slurm``
+    # shows them), a registered secret masked (as ``AppContext.say`` does), long lines wrapped under their host.
+    print_wrapped(app.console, one_line(mask_text(text)), 4)
 
 
 def print_quarantine(app: AppContext, results: Sequence[HostQuarantine], *, dry_run: bool,
@@ -143,7 +143,7 @@ def print_host_status(app: AppContext, found: Sequence[HostStatus]) -> None:
         if q is None:
             _say(app, f"{h.host}: in service ({ready})")
         else:
-            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {one_line(q.reason or '-')} "
+            _say(app, f"{h.host}: quarantined since {q.since or '?'} by {q.by or '?'}: {q.reason or '-'} "
                       f"[{','.join(q.codes) or '-'}] ({ready})")
             _say(app, f"{h.host}: release needs: {q.release_needs}")
         if h.heal_state:

@@ -68,10 +68,12 @@ def test_slurm_hosts_are_drained_and_resumed_with_the_node(sim: KubeSim) -> None
 
 
 def test_release_leaves_a_slurm_drain_someone_else_made(sim: KubeSim) -> None:
-    sim.sh("scontrol update nodename=gpu-a2 state=drain reason='bad DIMM, ticket 4711'", host="gpu-a2")
-    assert cli(sim, "quarantine", "gpu-a2", "--reason", "nvlink", "--yes")[0] == 0
+    # A reason typed over two lines is said on one line, its newline shown as \n (as health --slurm shows it).
+    sim.sh("scontrol update nodename=gpu-a2 state=drain reason='bad DIMM\nticket 4711'", host="gpu-a2")
+    code, out = cli(sim, "quarantine", "gpu-a2", "--reason", "nvlink", "--yes")
+    assert code == 0 and "gpu-a2: slurm: already drained in Slurm (bad DIMM\\nticket 4711)\n" in out
     code, out = cli(sim, "release", "gpu-a2", "--skip-checks", "--yes")
-    assert code == 0 and "drained by someone else (bad DIMM, ticket 4711)" in out
+    assert code == 0 and "drained by someone else (bad DIMM\\nticket 4711)\n" in out
     assert "State=IDLE+DRAIN" in sim.sh("scontrol -o show node gpu-a2")[1]
 
 

@@ -38,8 +38,10 @@ def _show(ctx: ToolContext, name: str, oneliner: bool) -> ToolResult:
     fields = [f"NodeName={name} Arch=x86_64 CoresPerSocket=64", "CPUAlloc=0 CPUTot=256 CPULoad=0.50",
               "Gres=gpu:8", f"NodeAddr={name} NodeHostName={name}",
               f"State={node['state']} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"]
-    if node.get("reason"):
-        fields.append(f"Reason={node['reason']} [{node.get('reason_by', 'root')}]")
+    # node_info.c: a reason's stamp after its first line, each next line on its own, 7 spaces in (blank ones dropped).
+    if lines := [line for line in str(node.get("reason", "")).split("\n") if line]:
+        fields.append(f"Reason={lines[0]} [{node.get('reason_by', 'root')}]" + "".join(f"{sep}       {line}"
+                                                                                     for line in lines[1:]))
     return ctx.ok(sep.join(fields) + "\n")
 
 
