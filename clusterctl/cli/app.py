@@ -136,14 +136,16 @@ def load_command(name: str) -> Any:
 
 
 def check_number_options(command: Any) -> None:
-    """Every number option of ``command`` (and its subcommands) refuses a value out of its range, ``nan``
-    and ``inf`` in one line that names the option, the value given and what it takes, exit 2.
+    """Every number option of ``command`` (and its subcommands) refuses a value that is not a number of
+    its kind (``--level 1.5``), out of its range, ``nan`` and ``inf`` in one line that names the option,
+    the value given and what it takes, exit 2.
 
-    typer's refusal names the range but not the value, and Python's ``float()`` takes ``nan`` and
-    ``inf``, which a range's ``min`` does not stop: ``--drain-timeout inf`` would drain without a limit.
-    Done once here, where commands are built, so that no option can be left out.
+    typer's refusal names neither the value nor, for a value of the wrong kind, the range, and Python's
+    ``float()`` takes ``nan`` and ``inf``, which a range's ``min`` does not stop: ``--drain-timeout inf``
+    would drain without a limit. Done once here, where commands are built, so that no option can be left out.
     """
     import math
+    import re
 
     for param in getattr(command, "params", ()):
         if getattr(param, "number_checked", False) or param.bare_type() not in ("int", "float"):
@@ -151,20 +153,24 @@ def check_number_options(command: Any) -> None:
         process = param.process_value
 
         def checked(ctx: Any, value: Any, process: Any = process, param: Any = param) -> Any:
+            if not isinstance(value, str):
+                return process(ctx, value)
             try:
-                number = float(value) if isinstance(value, str) else None
-            except ValueError:  # not a number at all: typer says so
+                number: float | None = float(value)
+            except ValueError:
                 number = None
-            low, high = param.min, param.max
-            if number is None or (math.isfinite(number) and (low is None or number >= low) and (
-                    high is None or number <= high)):
+            whole, low, high = param.bare_type() == "int", param.min, param.max
+            problem = ("not a number" if number is None else "not a finite number" if not math.isfinite(number)
+                       else "not a whole number" if whole and not re.fullmatch(r"\s*[+-]?\d+\s*", value)
+                       else "out of range" if (low is not None and number < low) or (high is not None and number > high)
+                       else None)
+            if problem is None:
                 return process(ctx, value)
             name = max(getattr(param, "opts", None) or [param.name], key=len)
             wanted = (f" from {low} to {high}" if None not in (low, high) else f" of at least {low}"
                       if low is not None else f" of at most {high}" if high is not None else "")
             default = f" (the default is {param.default})" if param.default is not None else ""
-            problem = "out of range" if math.isfinite(number) else "not a finite number"
-            raise UsageError(f"{name} {value}: {problem}; give a number{wanted}{default}.")
+            raise UsageError(f"{name} {value}: {problem}; give a {'whole ' * whole}number{wanted}{default}.")
 
         param.process_value = checked
         param.number_checked = True

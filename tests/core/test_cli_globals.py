@@ -155,13 +155,18 @@ def test_every_number_option_refuses_nan_inf_and_values_below_its_range(path: li
 
 
 @pytest.mark.parametrize(("args", "said"), [
-    (["upgrade", "apply", "--max-unavailable", "0"], "--max-unavailable 0: out of range; give a number of at least 1"),
-    (["survey", "--tp", "0"], "--tp 0: out of range; give a number of at least 1"),
-    (["health", "--level", "7"], "--level 7: out of range; give a number from 0 to 3"),
-    (["bench", "ib", "--port", "70000"], "--port 70000: out of range; give a number from 1 to 65000"),
+    (["upgrade", "apply", "--max-unavailable", "0"], "--max-unavailable 0: out of range; give a whole number of at "
+                                                     "least 1"),
+    (["survey", "--tp", "0"], "--tp 0: out of range; give a whole number of at least 1"),
+    (["health", "--level", "7"], "--level 7: out of range; give a whole number from 0 to 3"),
+    (["bench", "ib", "--port", "70000"], "--port 70000: out of range; give a whole number from 1 to 65000"),
     (["bench", "ib", "--client-timeout", "0.01"], "--client-timeout 0.01: out of range; give a number of at least 0.1"),
+    (["health", "--level", "1.5"], "--level 1.5: not a whole number; give a whole number from 0 to 3 (the default"),
+    (["--parallel", "x", "health"], "--parallel x: not a number; give a whole number from 1 to 4096 (the default"),
+    (["bench", "ib", "--client-timeout", "5s"], "--client-timeout 5s: not a number; give a number of at least 0.1"),
 ])
-def test_a_value_out_of_range_is_named_with_the_range_in_one_line(args: list[str], said: str) -> None:
+def test_a_value_out_of_range_or_not_a_number_of_its_kind_is_named_with_the_range_in_one_line(args: list[str],
+                                                                                                said: str) -> None:
     result = clusterctl("-i", DEMO, *args)
     assert result.exit_code == 2, result.output
     assert result.stdout == "" and result.stderr.startswith(f"error: {said}") and result.stderr.count("\n") == 1

@@ -337,7 +337,7 @@ def test_an_error_off_a_terminal_stays_on_one_line_and_debug_shows_the_traceback
 @pytest.mark.parametrize(("args", "said", "help_command"), [
     (("survey", "--no-such-option-of-some-length"), "no such option: --no-such-option-of-some-length.",
      "clusterctl survey -h"),
-    (("--parallel", "x", "survey"), "invalid value for '--parallel': ", "clusterctl -h"),
+    (("-o", "xml", "survey"), "invalid value for '-o' / '--output': 'xml' is not one of ", "clusterctl -h"),
     (("topo", "show"), "missing argument 'FILE|-'. Usage: clusterctl topo show [OPTIONS] FILE|-;",
      "clusterctl topo show -h"),
     (("bench", "nccl", "--bogus"), "no such option: --bogus (Possible options: --gpus).", "clusterctl bench nccl -h"),
