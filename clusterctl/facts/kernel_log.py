@@ -42,6 +42,7 @@ _FACILITY = re.compile(r"^(?:kern|user|daemon|syslog)\s*:\s*\w+\s*:\s*")
 _UNREADABLE = (
     "No journal files were opened due to insufficient permissions",
     "No journal files were found",
+    "You are currently not seeing messages from",  # journalctl's hint: a user outside the journal's groups
     "read kernel buffer failed",
     "Operation not permitted",
 )

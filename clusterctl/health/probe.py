@@ -47,7 +47,9 @@ class Probe:
 
 
 def _journal(since_s: int) -> str:
-    return f"journalctl -k --no-pager -q -o short-iso --since=-{int(since_s)}s"
+    # No -q: it hides the hint a user outside the journal's groups gets (exit 0, no kernel line), which would
+    # pass as "nothing logged"; root's empty window is then '-- No entries --'.
+    return f"journalctl -k --no-pager -o short-iso --since=-{int(since_s)}s"
 
 
 _COUNTER_FILES = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for name in IB_COUNTERS)
@@ -188,7 +190,7 @@ def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...])
             continue
         if p.name == "ib-counters" and not output.text.strip():
             continue  # no RDMA device: nothing to count, not a problem
-        if p.name == "kernel-log" and output.exit_code == 0 and not output.text.strip():
+        if p.name == "kernel-log" and output.exit_code == 0 and output.text.strip() in ("", "-- No entries --"):
             probe.kernel = KernelLog((), source="journalctl")  # nothing logged in the window
             continue
         trouble = _problem(p, output)

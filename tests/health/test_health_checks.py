@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from fixture_files import read_fixture
@@ -360,6 +363,37 @@ def test_a_kernel_log_whose_dmesg_was_refused_says_so_and_how_to_allow_it() -> N
                                                "read kernel buffer failed: Operation not permitted")
     assert "'sudo -n dmesg'" in finding.fix and "kernel.dmesg_restrict=0" in finding.fix, finding.fix
     assert "journalctl" not in finding.fix and "Install" not in finding.fix
+
+
+def test_a_journal_the_login_user_cannot_read_is_unreadable_not_an_empty_log(tmp_path: Path) -> None:
+    """A login user outside the journal's groups, without passwordless sudo: journalctl reads the user's own
+    journal only, no kernel line, and exits 0 (systemd 252, recorded). '-q' hid the hint that says so, so a host
+    whose kernel logged Xids passed as "nothing logged". journalctl is replayed by a stand-in that prints the
+    recording as the real one does: the hint on stderr unless -q, '-- No entries --' on stdout."""
+    from clusterctl.health.probe import kernel_log_command
+
+    recorded = tmp_path / "recorded.txt"
+    recorded.write_text(read_fixture("kernel-log", "journalctl-k-unprivileged-252-debian12.txt"))
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name, script in (("sudo", "echo 'sudo: a password is required' >&2; exit 1"),
+                         ("journalctl", f'case " $* " in *" -q "*) exit 0;; esac; head -n 3 {recorded} >&2; '
+                                        f"tail -n 1 {recorded}")):
+        (tools / name).write_text(f"#!/bin/sh\n{script}\n")
+        (tools / name).chmod(0o755)
+    ran = subprocess.run(["sh", "-c", kernel_log_command(86400)], capture_output=True, text=True, check=False,
+                         env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"})
+    text = f"### kernel-log\n{ran.stdout}{ran.stderr}@@rc {ran.returncode}\n"
+    (finding,) = judge([HostInput("h1", read_probe_outputs(split_probe_output(text), level0_probes(86400, 30)[1:2]))]
+                       ).hosts[0].findings
+    assert (finding.code, finding.message) == ("KERNEL_LOG_UNREADABLE", "the kernel log could not be read: Hint: You "
+                                               "are currently not seeing messages from other users and the system.")
+    assert "systemd-journal group" in finding.fix, finding.fix
+    # Root's read of an empty window says '-- No entries --' now that no -q hides it: nothing logged, as before.
+    probe = read_probe_outputs(split_probe_output("### kernel-log\n-- No entries --\n@@rc 0\n"),
+                               level0_probes(86400, 30)[1:2])
+    assert probe.kernel is not None and (probe.kernel.events, probe.kernel.source) == ((), "journalctl")
+    assert not probe.problems and not judge([HostInput("h1", probe)]).hosts[0].findings
 
 
 def test_probe_command_quotes_nothing_from_the_inventory_and_writes_nothing() -> None:

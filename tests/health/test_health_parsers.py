@@ -166,9 +166,12 @@ def test_an_xid_line_it_cannot_read_is_named_and_other_lines_are_not() -> None:
     assert [e.code for e in log.events] == [e.code for e in parse_kernel_log(text.rsplit("\n", 2)[0]).events]
 
 
-def test_unreadable_journal_is_said() -> None:
-    log = parse_kernel_log("No journal files were opened due to insufficient permissions.\n")
-    assert log.unreadable and not log.events
+@pytest.mark.parametrize("text", ["No journal files were opened due to insufficient permissions.\n",
+                                  read_fixture("kernel-log", "journalctl-k-unprivileged-252-debian12.txt"),
+                                  read_fixture("kernel-log", "systemd7887-journalctl-hint-236-arch.txt")])
+def test_unreadable_journal_is_said(text: str) -> None:
+    log = parse_kernel_log(text)
+    assert log.unreadable == text.splitlines()[0] and not log.events
 
 
 # --- nvlink -e -------------------------------------------------------------------------------
