@@ -27,7 +27,7 @@ How to add a phase
            once_per_cluster = True               # optional: run on one host for the cluster
            serial = False                        # optional: one host at a time
            timeout_s = 900.0                     # optional: per host, larger than --timeout
-           role = "control-plane"                # optional: only hosts with this inventory role
+           role = "control-plane"                # optional: only hosts with this role (not_role: without it)
            uses_cluster_settings = True          # optional: the run checks bootstrap: up front
 
            def applies_to(self, ctx): ...         # optional, instead of role; no host reads here

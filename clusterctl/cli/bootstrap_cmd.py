@@ -147,15 +147,26 @@ def bootstrap_phases(ctx: typer.Context) -> None:
 
 
 def emit_phases(app: AppContext, phases: Sequence[Phase[Any, Any]], *, default: Set[str]) -> None:
-    """``bootstrap phases`` and ``upgrade phases``: each phase in run order, whether it runs on each host
-    or once for the cluster and whether it changes anything; a phase not in ``default`` runs only when named."""
-    payload = [{"name": p.name, "description": p.description, "read_only": p.read_only,
-                "once_per_cluster": p.once_per_cluster, "default": p.name in default} for p in phases]
-    rows = [[p.name, "once" if p.once_per_cluster else "each host", "no" if p.read_only else "yes",
+    """``bootstrap phases`` and ``upgrade phases``: each phase in run order, where and how it runs (its hosts'
+    role, one at a time, once for the cluster) and whether it changes anything; a phase not in ``default``
+    runs only when named."""
+    payload = [{"name": p.name, "description": p.description, "read_only": p.read_only, "role": p.role,
+                "not_role": p.not_role, "serial": p.serial, "once_per_cluster": p.once_per_cluster,
+                "default": p.name in default} for p in phases]
+    rows = [[p.name, _where_it_runs(p), "no" if p.read_only else "yes",
              p.description + ("" if p.name in default else " (only when asked by name)")] for p in phases]
-    columns = (Column("PHASE", keep=True), Column("RUNS", keep=True), Column("CHANGES", keep=True),
-               Column("WHAT IT DOES"))
+    columns = (Column("PHASE", keep=True), Column("RUNS"), Column("CHANGES", keep=True), Column("WHAT IT DOES"))
     app.emit(payload, lambda: print_table(app.console, columns, rows, boxed=False))
+
+
+def _where_it_runs(phase: Phase[Any, Any]) -> str:
+    """What ``Phase.applies_to`` decides by default, ``serial`` and ``once_per_cluster``, in words: "each host",
+    "control planes, one at a time", "once, on the first control plane"."""
+    kind = phase.role.replace("-", " ") if phase.role else "host"
+    but = f" but {phase.not_role.replace('-', ' ')}s" if phase.not_role else ""
+    if phase.once_per_cluster:
+        return f"once, on the first {kind}{but}"
+    return (f"{kind}s" if phase.role else "each host") + but + (", one at a time" if phase.serial else "")
 
 
 def hosts_of_run(app: AppContext, only: str | None) -> tuple[Host, ...]:

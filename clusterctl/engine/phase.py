@@ -89,6 +89,8 @@ class Phase(ABC, Generic[State, Context]):
     description: ClassVar[str]
     #: Only hosts with this inventory role run the phase (``"control-plane"``); None: every host.
     role: ClassVar[str | None] = None
+    #: Hosts with this inventory role skip the phase (``join``: control planes join in their own phase).
+    not_role: ClassVar[str | None] = None
     #: Read-only phases (preflight) have nothing to plan and never take the host lock for writing.
     read_only: ClassVar[bool] = False
     #: What it plans depends only on what check reads from the host, the inventory and the run's
@@ -130,9 +132,10 @@ class Phase(ABC, Generic[State, Context]):
         """Whether this phase concerns the host at all (e.g. control-plane hosts only).
 
         Decided from ``ctx.host``, ``ctx.inventory`` and ``ctx.options`` only: the engine asks
-        before it connects, so ``ctx.reader`` must not be used here. By default: ``role``.
+        before it connects, so ``ctx.reader`` must not be used here. By default: ``role`` and ``not_role``.
         """
-        return self.role is None or self.role in ctx.host.roles
+        return (self.role is None or self.role in ctx.host.roles) and (
+            self.not_role is None or self.not_role not in ctx.host.roles)
 
     def not_needed(self, ctx: Context) -> str | None:
         """Why this phase has nothing to do on this host although it applies to its role, as the

@@ -113,19 +113,29 @@ def test_layout_advice_keeps_the_limit_to_copy_on_one_line(width: int) -> None:
 
 
 @pytest.mark.parametrize("command", ["bootstrap", "upgrade"])
-def test_phases_say_which_run_once_and_which_only_read_and_wrap_under_the_description(command: str,
-                                                                                       width: int) -> None:
-    phases = clusterctl("-i", DEMO, "-o", "json", command, "phases").json()
+def test_phases_say_where_each_runs_and_which_only_read_and_wrap_in_their_columns(command: str, width: int) -> None:
+    phases = {p["name"]: p for p in clusterctl("-i", DEMO, "-o", "json", command, "phases").json()}
     run = clusterctl("-i", DEMO, command, "phases")
     lines = assert_fits(run, width)
     assert lines[0].split() == ["PHASE", "RUNS", "CHANGES", "WHAT", "IT", "DOES"]
     runs, changes, what = (lines[0].index(header) for header in ("RUNS", "CHANGES", "WHAT"))
-    rows = [(line[:runs].strip(), line[runs:changes].strip(), line[changes:what].strip())
-            for line in lines[1:] if line[:what].strip()]
-    assert rows == [(p["name"], "once" if p["once_per_cluster"] else "each host", "no" if p["read_only"] else "yes")
-                    for p in phases]
-    assert any(line.startswith(" " * what) for line in lines)  # the longest descriptions did wrap
-    assert ("network", "once", "yes") in rows and (command == "upgrade" or ("preflight", "each host", "no") in rows)
+    rows: list[list[str]] = []
+    for line in lines[1:]:  # a wrapped cell goes on under itself, the first column blank
+        if line[:runs].strip():
+            rows.append([line[:runs].strip(), line[runs:changes].strip(), line[changes:what].strip()])
+        else:
+            rows[-1][1] = f"{rows[-1][1]} {line[runs:changes].strip()}".strip()
+    said = {name: (where, changed) for name, where, changed in rows}
+    assert list(said) == list(phases) and any(line.startswith(" " * what) for line in lines)
+    assert all(changed == ("no" if phases[name]["read_only"] else "yes") for name, (_, changed) in said.items())
+    assert said["network"][0] == "once, on the first control plane" and said["kubeadm" if command == "upgrade"
+                                                                             else "kernel"][0] == "each host"
+    assert phases["network"] | {"role": "control-plane", "once_per_cluster": True, "serial": False} == phases["network"]
+    if command == "bootstrap":
+        assert said["control-plane"][0] == "control planes, one at a time" and said["preflight"] == ("each host", "no")
+        assert said["join"][0] == "each host but control planes"
+        assert (phases["control-plane"]["role"], phases["control-plane"]["serial"]) == ("control-plane", True)
+        assert (phases["join"]["role"], phases["join"]["not_role"]) == (None, "control-plane")
 
 
 def test_bench_report_never_breaks_the_file_name(width: int) -> None:

@@ -223,9 +223,7 @@ class Join(Phase[bool]):
     description = "workers join with this run's short-lived token and the CA hash (stdin only)"
     timeout_s = 900.0
     uses_cluster_settings = True
-
-    def applies_to(self, ctx: PhaseContext) -> bool:
-        return not ctx.host.is_control_plane
+    not_role = "control-plane"
 
     def check(self, ctx: PhaseContext) -> bool:
         return cc.exists(ctx, kubeadm.KUBELET_CONF)
