@@ -181,3 +181,33 @@ def test_containerd_and_dpkg_versions_as_debian_prints_them(cluster: Path) -> No
     assert t.run("dpkg --print-architecture").stdout == "amd64\n"
     assert t.run("apt-get remove -y containerd").ok
     assert t.run("containerd --version").exit_code == 127
+
+
+#: The recorded control plane (tests/fixtures/kubeadm-upgrade-plan/README.md): gpu-a1's pods at v1.37.1, kubelets.
+KUBELETS = {"gpu-a1": "v1.37.1", "gpu-a2": "v1.37.1", "gpu-a3": "v1.37.2", "gpu-b1": "v1.37.2", "gpu-b2": "v1.37.2",
+            "gpu-b3": "v1.37.2"}
+
+
+@pytest.mark.parametrize(("target", "recorded"), [("v1.37.2", "patch-behind"), ("v1.37.1", "up-to-date"),
+                                                  ("v1.39.0", "two-minors-ahead")])
+def test_upgrade_plan_prints_what_the_real_kubeadm_printed(tmp_path: Path, target: str, recorded: str) -> None:
+    from fixture_files import read_fixture
+
+    from clusterctl.bootstrap.cluster.kubeadm import render_upgrade_config, upgrade_command
+    from clusterctl.mock.machine import MockMachine
+    from clusterctl.mock.profile import load_profile
+
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "profile.yaml").write_text(
+        'simulate: true\nmachine:\n  packages:\n    installed: {kubeadm: "1.37.2-1.1"}\n')
+    host = MockMachine.open(load_profile(str(tmp_path / "profile")), tmp_path / "state", "gpu-a1")
+    init = (b"apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration: {name: gpu-a1}\n---\n"
+            b"apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.1\n")
+    assert host.run_line("kubeadm init --config /dev/stdin", init).exit_code == 0
+    with host.cluster.edit() as data:
+        nodes = data["kubernetes"]["nodes"]
+        for name, version in KUBELETS.items():
+            nodes.setdefault(name, {"control_plane": False, "host": name})["kubelet_version"] = version
+    plan = host.run_line(upgrade_command("plan", target), render_upgrade_config("v1.37.2").encode())
+    assert (plan.exit_code, plan.stdout) == (0, read_fixture("kubeadm-upgrade-plan",
+                                                             f"recorded-kubeadm-1.37.2-{recorded}.txt"))

@@ -5,7 +5,7 @@ What kubeadm lists is what is on the host, as the real one reads it (``cmd/kubea
 (every row before ``kubeadm init`` and after ``kubeadm reset``, exit 0); a CA without its key is
 externally managed, and then the certificates it signs must be there; a certificate there whose CA
 is not fails the command ("Error checking external CA condition", exit 1). The tables are laid out
-by Go's tabwriter as kubeadm's (``_table``). Certificates live a year from when they were issued
+by Go's tabwriter as kubeadm's (``tabwriter``). Certificates live a year from when they were issued
 (kubeadm's default), the CAs ten years. A host keeps when its certificates were last issued in its
 state (``kubeadm_certs_issued``); one that never renewed counts as issued 30 days ago, or 360 days
 ago with the fault ``certs: expiring`` (a cluster about to lose its certificates). ``renew all``
@@ -15,6 +15,7 @@ control-plane components.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from clusterctl.mock.tools import kube_state as ks
@@ -113,10 +114,11 @@ def _externally_managed(ctx: ToolContext, ca: str) -> bool:
     return True
 
 
-def _table(rows: list[list[str]]) -> str:
+def tabwriter(rows: Sequence[Sequence[str]]) -> str:
     """Go's tabwriter as kubeadm sets it (minimum width 10, padding 3): every cell but a row's last
     padded to its column's widest in the block; a row without cells (a blank line) ends a block."""
-    out, block = [], []
+    out: list[str] = []
+    block: list[Sequence[str]] = []
     for row in [*rows, []]:
         if row:
             block.append(row)
@@ -157,7 +159,7 @@ def check_expiration(ctx: ToolContext) -> ToolResult:
             rows.append([ca, _date(now + 3620 * DAY), _residual(3620 * DAY), f"{'yes' if external else 'no':<8}"])
     except _ExternalCAError as exc:
         return ToolResult(out, f"error: {exc}\n{TRACE}", 1)
-    return ctx.ok(out + _table(rows))
+    return ctx.ok(out + tabwriter(rows))
 
 
 def renew_all(ctx: ToolContext) -> ToolResult:

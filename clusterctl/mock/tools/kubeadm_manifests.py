@@ -17,14 +17,20 @@ IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
 }
 
 
-def write_manifests(ctx: ToolContext, version: str) -> None:
-    """The control plane's static pod manifests at ``version`` (images as kubeadm names them), cut to what
-    clusterctl reads."""
+def image_tags(version: str) -> tuple[str, str, str]:
+    """(pause, etcd, coredns) for Kubernetes ``version`` (``v1.37.2``); a minor not listed gets the newest's, as
+    kubeadm's ``EtcdSupportedVersion`` does."""
     try:
         minor = int(version.lstrip("v").split(".")[1])
     except (IndexError, ValueError):
         minor = 36
-    etcd = IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])[1]
+    return IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])
+
+
+def write_manifests(ctx: ToolContext, version: str) -> None:
+    """The control plane's static pod manifests at ``version`` (images as kubeadm names them), cut to what
+    clusterctl reads."""
+    etcd = image_tags(version)[1]
     for name in MANIFESTS:
         component = name[:-len(".yaml")]
         image = f"registry.k8s.io/{component}:{etcd if component == 'etcd' else version}"
