@@ -58,7 +58,11 @@ _COUNTER_FILES = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for
 def kernel_log_command(since_s: int) -> str:
     """``journalctl -k`` since ``since_s`` ago, root first; ``dmesg -T`` when there is no journal."""
     journal = _journal(since_s)
-    return (f"sudo -n {journal} 2>/dev/null || {journal} 2>&1 || sudo -n dmesg -T 2>/dev/null || dmesg -T 2>&1")
+    # Without journal files at all (Storage=none, a container) journalctl says so and '-- No entries --', exit 0,
+    # as for an empty window: its output is kept until that is ruled out, so dmesg is read then.
+    return (f"{{ log=$(sudo -n {journal} 2>&1) || log=$({journal} 2>&1); }} && ! printf '%s\\n' \"$log\" | "
+            "grep -q '^No journal files were found' && printf '%s\\n' \"$log\" || sudo -n dmesg -T 2>/dev/null || "
+            "dmesg -T 2>&1")
 
 
 @functools.lru_cache(maxsize=16)
