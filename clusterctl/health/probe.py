@@ -194,8 +194,11 @@ def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...])
             continue
         if p.name == "ib-counters" and not output.text.strip():
             continue  # no RDMA device: nothing to count, not a problem
-        if p.name == "kernel-log" and output.exit_code == 0 and output.text.strip() in ("", "-- No entries --"):
-            probe.kernel = KernelLog((), source="journalctl")  # nothing logged in the window
+        if p.name == "kernel-log" and output.exit_code == 0 and all(
+                line.startswith("-- ") and line.endswith(" --") for line in output.text.strip().splitlines()):
+            # Nothing logged in the window: no output, or journalctl's markers alone ('-- No entries --', under
+            # systemd before 250 its '-- Logs begin at ... --' header, which no -q hides now).
+            probe.kernel = KernelLog((), source="journalctl")
             continue
         trouble = _problem(p, output)
         attribute = _ATTRIBUTE[p.name]

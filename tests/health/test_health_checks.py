@@ -399,6 +399,11 @@ def test_a_journal_the_login_user_cannot_read_is_unreadable_not_an_empty_log(tmp
                                level0_probes(86400, 30)[1:2])
     assert probe.kernel is not None and (probe.kernel.events, probe.kernel.source) == ((), "journalctl")
     assert not probe.problems and not judge([HostInput("h1", probe)]).hosts[0].findings
+    # systemd before 250 heads it with the journal's span (k3s-io/k3s#146, 2019, a real 'journalctl -u' answer).
+    probe = read_probe_outputs(split_probe_output(
+        "### kernel-log\n-- Logs begin at Sat 2019-03-02 07:14:45 UTC, end at Mon 2019-03-04 19:18:55 UTC. --\n"
+        "-- No entries --\n@@rc 0\n"), level0_probes(86400, 30)[1:2])
+    assert probe.kernel is not None and (probe.kernel.events, probe.kernel.source) == ((), "journalctl")
 
 
 def test_a_host_without_journal_files_is_read_with_dmesg(tmp_path: Path) -> None:
