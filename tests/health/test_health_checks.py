@@ -486,6 +486,21 @@ def test_a_bad_link_is_held_to_the_other_hosts_links_not_to_its_own() -> None:
         ("bad", "IB_ERRORS_HIGH", "symbol_error 500 (fleet median 0)")]
 
 
+def test_a_ports_first_local_link_integrity_errors_stand_out() -> None:
+    """Each count is already the port's LocalPhyErrors threshold crossed (IBTA), so a few are a finding, as on an
+    NVLink; excessive buffer overruns stay held to 100 (UFM's default alarm; a real H100 reads 15 on every port)."""
+    from clusterctl.facts.health_model import IBCounters, IBPortCounters
+
+    def host(name: str, integrity: int, overruns: int) -> HostInput:
+        port = IBPortCounters("mlx5_0", 1, {"local_link_integrity_errors": integrity,
+                                            "excessive_buffer_overrun_errors": overruns})
+        return HostInput(name, HostProbe(ib_counters=IBCounters((port,))))
+
+    report = judge([host("bad", 3, 0), host("overrun", 0, 15), host("clean", 0, 0)])
+    assert [(f.host, f.code, f.message) for f in report.findings] == [
+        ("bad", "IB_ERRORS_HIGH", "local_link_integrity_errors 3 (fleet median 0)")]
+
+
 def test_alike_hosts_judged_once_get_the_findings_each_would_get_alone() -> None:
     # Hosts sharing one parsed output (identical text) have their NVLink counters judged once for all;
     # each still gets its own findings, the same as when every host's output was parsed apart.
