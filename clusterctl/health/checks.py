@@ -51,7 +51,10 @@ FLEET_FACTOR = 10
 NVLINK_FLOORS = {"Recovery Errors": 1, "Link recovery failed events": 1, "Link recovery successful events": 1,
                  "Total link recovery events": 1, "Local link integrity Errors": 1}
 NVLINK_FLOOR = 100
-IB_FLOORS = {"link_downed": 1, "link_error_recovery": 1}
+#: An InfiniBand port's local link integrity errors, too, count LocalPhyErrors thresholds crossed (IBTA's
+#: PortCounters; NVIDIA NVSentinel's nic-health-monitor defaults to fatal on any increment).
+#: Excessive buffer overruns keep 100: UFM's default alarm threshold; gpud's real H100 reads 15 on every port.
+IB_FLOORS = {"link_downed": 1, "link_error_recovery": 1, "local_link_integrity_errors": 1}
 IB_FLOOR = 100
 ECC_CORRECTABLE_FLOOR = 1000
 #: Clock event reasons that mean the hardware is protecting itself (not a setting, not idle).

@@ -58,7 +58,11 @@ _COUNTER_FILES = " ".join(f"/sys/class/infiniband/*/ports/*/counters/{name}" for
 def kernel_log_command(since_s: int) -> str:
     """``journalctl -k`` since ``since_s`` ago, root first; ``dmesg -T`` when there is no journal."""
     journal = _journal(since_s)
-    return (f"sudo -n {journal} 2>/dev/null || {journal} 2>&1 || sudo -n dmesg -T 2>/dev/null || dmesg -T 2>&1")
+    # Without journal files at all (Storage=none, a container) journalctl says so and '-- No entries --', exit 0,
+    # as for an empty window: its output is kept until that is ruled out, so dmesg is read then.
+    return (f"{{ log=$(sudo -n {journal} 2>&1) || log=$({journal} 2>&1); }} && ! printf '%s\\n' \"$log\" | "
+            "grep -q '^No journal files were found' && printf '%s\\n' \"$log\" || sudo -n dmesg -T 2>/dev/null || "
+            "dmesg -T 2>&1")
 
 
 @functools.lru_cache(maxsize=16)
@@ -190,8 +194,11 @@ def read_probe_outputs(found: dict[str, ProbeOutput], probes: tuple[Probe, ...])
             continue
         if p.name == "ib-counters" and not output.text.strip():
             continue  # no RDMA device: nothing to count, not a problem
-        if p.name == "kernel-log" and output.exit_code == 0 and output.text.strip() in ("", "-- No entries --"):
-            probe.kernel = KernelLog((), source="journalctl")  # nothing logged in the window
+        if p.name == "kernel-log" and output.exit_code == 0 and all(
+                line.startswith("-- ") and line.endswith(" --") for line in output.text.strip().splitlines()):
+            # Nothing logged in the window: no output, or journalctl's markers alone ('-- No entries --', under
+            # systemd before 250 its '-- Logs begin at ... --' header, which no -q hides now).
+            probe.kernel = KernelLog((), source="journalctl")
             continue
         trouble = _problem(p, output)
         attribute = _ATTRIBUTE[p.name]

@@ -365,27 +365,32 @@ def test_a_kernel_log_whose_dmesg_was_refused_says_so_and_how_to_allow_it() -> N
     assert "journalctl" not in finding.fix and "Install" not in finding.fix
 
 
-def test_a_journal_the_login_user_cannot_read_is_unreadable_not_an_empty_log(tmp_path: Path) -> None:
-    """A login user outside the journal's groups, without passwordless sudo: journalctl reads the user's own
-    journal only, no kernel line, and exits 0 (systemd 252, recorded). '-q' hid the hint that says so, so a host
-    whose kernel logged Xids passed as "nothing logged". journalctl is replayed by a stand-in that prints the
-    recording as the real one does: the hint on stderr unless -q, '-- No entries --' on stdout."""
+def _kernel_log_probe(tmp_path: Path, **stand_ins: str) -> HostProbe:
+    """The real kernel-log command run in ``sh``, with stand-ins (name -> script) for the host's programs."""
     from clusterctl.health.probe import kernel_log_command
 
-    recorded = tmp_path / "recorded.txt"
-    recorded.write_text(read_fixture("kernel-log", "journalctl-k-unprivileged-252-debian12.txt"))
     tools = tmp_path / "bin"
     tools.mkdir()
-    for name, script in (("sudo", "echo 'sudo: a password is required' >&2; exit 1"),
-                         ("journalctl", f'case " $* " in *" -q "*) exit 0;; esac; head -n 3 {recorded} >&2; '
-                                        f"tail -n 1 {recorded}")):
+    for name, script in stand_ins.items():
         (tools / name).write_text(f"#!/bin/sh\n{script}\n")
         (tools / name).chmod(0o755)
     ran = subprocess.run(["sh", "-c", kernel_log_command(86400)], capture_output=True, text=True, check=False,
                          env={**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"})
     text = f"### kernel-log\n{ran.stdout}{ran.stderr}@@rc {ran.returncode}\n"
-    (finding,) = judge([HostInput("h1", read_probe_outputs(split_probe_output(text), level0_probes(86400, 30)[1:2]))]
-                       ).hosts[0].findings
+    return read_probe_outputs(split_probe_output(text), level0_probes(86400, 30)[1:2])
+
+
+def test_a_journal_the_login_user_cannot_read_is_unreadable_not_an_empty_log(tmp_path: Path) -> None:
+    """A login user outside the journal's groups, without passwordless sudo: journalctl reads the user's own
+    journal only, no kernel line, and exits 0 (systemd 252, recorded). '-q' hid the hint that says so, so a host
+    whose kernel logged Xids passed as "nothing logged". journalctl is replayed by a stand-in that prints the
+    recording as the real one does: the hint on stderr unless -q, '-- No entries --' on stdout."""
+    recorded = tmp_path / "recorded.txt"
+    recorded.write_text(read_fixture("kernel-log", "journalctl-k-unprivileged-252-debian12.txt"))
+    probe = _kernel_log_probe(tmp_path, sudo="echo 'sudo: a password is required' >&2; exit 1",
+                              journalctl=f'case " $* " in *" -q "*) exit 0;; esac; head -n 3 {recorded} >&2; '
+                                         f"tail -n 1 {recorded}")
+    (finding,) = judge([HostInput("h1", probe)]).hosts[0].findings
     assert (finding.code, finding.message) == ("KERNEL_LOG_UNREADABLE", "the kernel log could not be read: Hint: You "
                                                "are currently not seeing messages from other users and the system.")
     assert "systemd-journal group" in finding.fix, finding.fix
@@ -394,6 +399,32 @@ def test_a_journal_the_login_user_cannot_read_is_unreadable_not_an_empty_log(tmp
                                level0_probes(86400, 30)[1:2])
     assert probe.kernel is not None and (probe.kernel.events, probe.kernel.source) == ((), "journalctl")
     assert not probe.problems and not judge([HostInput("h1", probe)]).hosts[0].findings
+    # systemd before 250 heads it with the journal's span (k3s-io/k3s#146, 2019, a real 'journalctl -u' answer).
+    probe = read_probe_outputs(split_probe_output(
+        "### kernel-log\n-- Logs begin at Sat 2019-03-02 07:14:45 UTC, end at Mon 2019-03-04 19:18:55 UTC. --\n"
+        "-- No entries --\n@@rc 0\n"), level0_probes(86400, 30)[1:2])
+    assert probe.kernel is not None and (probe.kernel.events, probe.kernel.source) == ((), "journalctl")
+
+
+def test_a_host_without_journal_files_is_read_with_dmesg(tmp_path: Path) -> None:
+    """systemd's Storage=none, or a container with no journal: root's journalctl says 'No journal files were
+    found.' (stderr) and '-- No entries --', exit 0 (systemd 252, recorded), as for an empty window. The kernel's
+    log is then dmesg's: its Xid is found, or its refusal is KERNEL_LOG_UNREADABLE, never "nothing logged"."""
+    recorded = tmp_path / "recorded.txt"
+    recorded.write_text(read_fixture("kernel-log", "journalctl-k-no-journal-files-252-debian12.txt"))
+    xid_log = tmp_path / "dmesg.log"
+    xid_log.write_text(read_fixture("kernel-log", "gpud-dmesg-T-xid119-h100.log"))
+    journalctl = f"head -n 1 {recorded} >&2; tail -n 1 {recorded}"
+    probe = _kernel_log_probe(tmp_path, sudo='shift; exec "$@"', journalctl=journalctl, dmesg=f"cat {xid_log}")
+    assert probe.kernel is not None and probe.kernel.source == "dmesg", probe
+    assert {(e.kind, e.code) for e in probe.kernel.events} == {("xid", 119)}
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    probe = _kernel_log_probe(refused, sudo="echo 'sudo: a password is required' >&2; exit 1", journalctl=journalctl,
+                              dmesg="echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1")
+    (finding,) = judge([HostInput("h1", probe)]).hosts[0].findings
+    assert (finding.code, finding.message) == ("KERNEL_LOG_UNREADABLE", "the kernel log could not be read: dmesg: "
+                                               "read kernel buffer failed: Operation not permitted")
 
 
 def test_probe_command_quotes_nothing_from_the_inventory_and_writes_nothing() -> None:
@@ -453,6 +484,21 @@ def test_a_bad_link_is_held_to_the_other_hosts_links_not_to_its_own() -> None:
     report = judge([host("bad", 500), host("clean", 0)])
     assert [(f.host, f.code, f.message) for f in report.findings] == [
         ("bad", "IB_ERRORS_HIGH", "symbol_error 500 (fleet median 0)")]
+
+
+def test_a_ports_first_local_link_integrity_errors_stand_out() -> None:
+    """Each count is already the port's LocalPhyErrors threshold crossed (IBTA), so a few are a finding, as on an
+    NVLink; excessive buffer overruns stay held to 100 (UFM's default alarm; a real H100 reads 15 on every port)."""
+    from clusterctl.facts.health_model import IBCounters, IBPortCounters
+
+    def host(name: str, integrity: int, overruns: int) -> HostInput:
+        port = IBPortCounters("mlx5_0", 1, {"local_link_integrity_errors": integrity,
+                                            "excessive_buffer_overrun_errors": overruns})
+        return HostInput(name, HostProbe(ib_counters=IBCounters((port,))))
+
+    report = judge([host("bad", 3, 0), host("overrun", 0, 15), host("clean", 0, 0)])
+    assert [(f.host, f.code, f.message) for f in report.findings] == [
+        ("bad", "IB_ERRORS_HIGH", "local_link_integrity_errors 3 (fleet median 0)")]
 
 
 def test_alike_hosts_judged_once_get_the_findings_each_would_get_alone() -> None:
