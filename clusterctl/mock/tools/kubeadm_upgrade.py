@@ -1,12 +1,12 @@
 """``kubeadm upgrade plan [VERSION]``, ``upgrade apply VERSION [-y]``, ``upgrade node`` (simulated).
 
 ``apply``'s version rules are kubeadm's (``cmd/kubeadm/app/phases/upgrade/policy.go``,
-``EnforceVersionPolicies``; ``plan`` applies none, it shows any target): the target may not be above the kubeadm binary's own version
-("Upgrade kubeadm first using the tool you used to install kubeadm"), nor more than one minor
-above the cluster's ("kubeadm can upgrade only 1 minor version at a time"), nor a downgrade of
-more than a patch without ``--force``. The messages quote those lines; ``plan`` prints kubeadm
-1.35-1.37's whole output (tests/fixtures/kubeadm-upgrade-plan), the others are cut to the lines
-clusterctl's users see in kubeadm's upgrade documentation.
+``EnforceVersionPolicies``; ``plan`` applies none, it shows any target): the target may not be
+above the kubeadm binary's own version ("Upgrade kubeadm first using the tool you used to install
+kubeadm"), nor more than one minor above the cluster's ("kubeadm can upgrade only 1 minor version
+at a time"), nor a downgrade of more than a patch without ``--force``. The messages quote those
+lines; ``plan`` prints kubeadm 1.35-1.37's whole output (tests/fixtures/kubeadm-upgrade-plan), the
+others are cut to the lines clusterctl's users see in kubeadm's upgrade documentation.
 """
 
 from __future__ import annotations
