@@ -146,26 +146,32 @@ def bootstrap_phases(ctx: typer.Context) -> None:
     emit_phases(app_context(ctx), all_phases(include_on_demand=True), default={p.name for p in all_phases()})
 
 
-def emit_phases(app: AppContext, phases: Sequence[Phase[Any, Any]], *, default: Set[str]) -> None:
+def emit_phases(app: AppContext, phases: Sequence[Phase[Any, Any]], *, default: Set[str],
+                batched: bool = False) -> None:
     """``bootstrap phases`` and ``upgrade phases``: each phase in run order, where and how it runs (its hosts'
-    role, one at a time, once for the cluster) and whether it changes anything; a phase not in ``default``
-    runs only when named."""
+    role, one at a time, once for the cluster; ``batched``: upgrade's nodes in batches, some phases from the first
+    control plane) and whether it changes anything; a phase not in ``default`` runs only when named."""
     payload = [{"name": p.name, "description": p.description, "read_only": p.read_only, "role": p.role,
                 "not_role": p.not_role, "serial": p.serial, "once_per_cluster": p.once_per_cluster,
-                "default": p.name in default} for p in phases]
-    rows = [[p.name, _where_it_runs(p), "no" if p.read_only else "yes",
+                "default": p.name in default} | ({"in_batches": not p.once_per_cluster, "runs_from":
+                                                  None if p.via is None else "first-control-plane"} if batched else {})
+               for p in phases]
+    rows = [[p.name, _where_it_runs(p, batched=batched), "no" if p.read_only else "yes",
              p.description + ("" if p.name in default else " (only when asked by name)")] for p in phases]
     columns = (Column("PHASE", keep=True), Column("RUNS"), Column("CHANGES", keep=True), Column("WHAT IT DOES"))
     app.emit(payload, lambda: print_table(app.console, columns, rows, boxed=False))
 
 
-def _where_it_runs(phase: Phase[Any, Any]) -> str:
+def _where_it_runs(phase: Phase[Any, Any], *, batched: bool) -> str:
     """What ``Phase.applies_to`` decides by default, ``serial`` and ``once_per_cluster``, in words: "each host",
-    "control planes, one at a time", "once, on the first control plane"."""
+    "control planes, one at a time", "once, on the first control plane"; a batched run's node phases (its
+    ``via``: upgrade's, the first control plane) "each batch of nodes, from the first control plane"."""
     kind = phase.role.replace("-", " ") if phase.role else "host"
     but = f" but {phase.not_role.replace('-', ' ')}s" if phase.not_role else ""
     if phase.once_per_cluster:
         return f"once, on the first {kind}{but}"
+    if batched:
+        return "each batch of nodes" + ("" if phase.via is None else ", from the first control plane")
     return (f"{kind}s" if phase.role else "each host") + but + (", one at a time" if phase.serial else "")
 
 

@@ -121,6 +121,10 @@ def upgrade_phase(ctx: typer.Context, phase: str = typer.Argument(
 
 @upgrade_app.command("phases", help="""List the upgrade's phases in the order they run.
 
+Nodes go in batches (--max-unavailable N): control planes one at a time, then N
+workers at a time; each batch runs every node phase before the next starts,
+then the cluster's phases run once.
+
 Example:
 
   clusterctl upgrade phases -o json
@@ -130,7 +134,7 @@ def upgrade_phases(ctx: typer.Context) -> None:
     from clusterctl.day2.upgrade import listed_phases
 
     phases = listed_phases()
-    emit_phases(app_context(ctx), phases, default={p.name for p in phases})
+    emit_phases(app_context(ctx), phases, default={p.name for p in phases}, batched=True)
 
 
 def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> None:

@@ -128,10 +128,15 @@ def test_phases_say_where_each_runs_and_which_only_read_and_wrap_in_their_column
     said = {name: (where, changed) for name, where, changed in rows}
     assert list(said) == list(phases) and any(line.startswith(" " * what) for line in lines)
     assert all(changed == ("no" if phases[name]["read_only"] else "yes") for name, (_, changed) in said.items())
-    assert said["network"][0] == "once, on the first control plane" and said["kubeadm" if command == "upgrade"
-                                                                             else "kernel"][0] == "each host"
+    assert said["network"][0] == "once, on the first control plane"
     assert phases["network"] | {"role": "control-plane", "once_per_cluster": True, "serial": False} == phases["network"]
-    if command == "bootstrap":
+    if command == "upgrade":  # node by node in batches (day2.upgrade.batches); drain, ready, uncordon from the first CP
+        assert said["kubeadm"][0] == "each batch of nodes" and said["restart-kubelet"][0] == "each batch of nodes"
+        assert said["drain"][0] == said["ready"][0] == "each batch of nodes, from the first control plane"
+        assert [(p["in_batches"], p["runs_from"]) for p in (phases["kubeadm"], phases["uncordon"], phases["network"])] \
+            == [(True, None), (True, "first-control-plane"), (False, None)]
+    if command == "bootstrap":  # as it always said
+        assert said["kernel"][0] == "each host" and "in_batches" not in phases["kernel"]
         assert said["control-plane"][0] == "control planes, one at a time" and said["preflight"] == ("each host", "no")
         assert said["join"][0] == "each host but control planes"
         assert (phases["control-plane"]["role"], phases["control-plane"]["serial"]) == ("control-plane", True)
