@@ -52,6 +52,14 @@ def test_the_image_list_is_what_the_simulated_kubeadm_answers(tmp_path: Path, mi
     assert sorted(result.stdout.split()) == sorted(kubeadm_images(f"1.{minor}.3"))
 
 
+@pytest.mark.parametrize("version", ["v1", "v1.3x.0", "vnext"])
+def test_the_simulated_kubeadm_refuses_a_version_it_cannot_read(tmp_path: Path, version: str) -> None:
+    host = SimCluster(tmp_path, ["gpu-a1"]).machine("gpu-a1")
+    result = host.run_line(f"kubeadm config images list --kubernetes-version {version}", b"")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == f'couldn\'t parse Kubernetes version "{version}"\n'
+
+
 def test_a_site_registry_rehomes_images_and_coredns_loses_its_sub_path() -> None:
     images = kubeadm_images("1.36.2", "mirror.site:5000/k8s")
     assert "mirror.site:5000/k8s/coredns:v1.14.2" in images

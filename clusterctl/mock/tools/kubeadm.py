@@ -47,7 +47,7 @@ from clusterctl.mock.tools.kubeadm_config import (
     kubeadm_version,
     load_config,
 )
-from clusterctl.mock.tools.kubeadm_manifests import IMAGE_TAGS, write_manifests
+from clusterctl.mock.tools.kubeadm_manifests import image_tags, write_manifests
 
 PACKAGES = ("kubeadm",)
 READS_STDIN = True
@@ -249,11 +249,9 @@ def _images(ctx: ToolContext) -> ToolResult:
                        'stable-1.txt": dial tcp: lookup dl.k8s.io: no such host')
         logged += klog("W", "version.go:109", f"falling back to the local client version: {version}")
     version = "v" + version.lstrip("v")
-    try:
-        minor = int(version.split(".")[1])
-    except (IndexError, ValueError):
+    if not re.match(r"v\d+\.\d+(\.|$)", version):
         return ctx.fail(f'couldn\'t parse Kubernetes version "{version}"\n', 1)
-    pause, etcd, coredns = IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])
+    pause, etcd, coredns = image_tags(version)
     images = [f"registry.k8s.io/{name}:{version}" for name in ("kube-apiserver", "kube-controller-manager",
                                                               "kube-scheduler", "kube-proxy")]
     images += [f"registry.k8s.io/coredns/coredns:{coredns}", f"registry.k8s.io/pause:{pause}",
