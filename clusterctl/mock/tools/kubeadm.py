@@ -43,9 +43,9 @@ from clusterctl.mock.tools.kubeadm_config import (
     check_mixed_arguments,
     dry_run,
     klog,
-    kubeadm_minor,
     kubeadm_version,
     load_config,
+    minor_of,
 )
 from clusterctl.mock.tools.kubeadm_manifests import image_tags, write_manifests
 
@@ -291,7 +291,8 @@ def _upload_certs(ctx: ToolContext) -> ToolResult:
 def _version_answer(ctx: ToolContext) -> ToolResult:
     """``kubeadm version [-o short|json|yaml]`` in the real kubeadm's three shapes."""
     output = option(ctx.args, "-o") or option(ctx.args, "--output") or ""
-    version, minor = kubeadm_version(ctx), str(kubeadm_minor(ctx))
+    version = kubeadm_version(ctx)
+    minor = str(minor_of(version))
     if output == "short":
         return ctx.ok(version + "\n")
     info = {"major": "1", "minor": minor, "gitVersion": version, "gitCommit": REVISION, "gitTreeState": "clean",

@@ -55,9 +55,10 @@ def kubeadm_version(ctx: ToolContext) -> str:
     return "v" + (ctx.installed_version("kubeadm") or "1.36.0").split("-")[0]
 
 
-def kubeadm_minor(ctx: ToolContext) -> int:
+def minor_of(version: str) -> int:
+    """The minor of Kubernetes ``version`` (``v1.37.2`` -> 37); 36, the uninstalled kubeadm's, where it has none."""
     try:
-        return int(kubeadm_version(ctx).split(".")[1])
+        return int(version.lstrip("v").split(".")[1])
     except (IndexError, ValueError):
         return 36
 
@@ -126,10 +127,10 @@ def load_config(ctx: ToolContext, args: list[str], *, strict: bool = False) -> d
     for doc in loaded:
         api, kind = str(doc.get("apiVersion", "")), str(doc.get("kind", ""))
         if api.startswith("kubeadm.k8s.io/"):
-            if api == "kubeadm.k8s.io/v1beta3" and kubeadm_minor(ctx) >= 37:
+            if api == "kubeadm.k8s.io/v1beta3" and (minor := minor_of(kubeadm_version(ctx))) >= 37:
                 # v1beta3 was removed in 1.37 (kubernetes#136016): the real kubeadm's wording.
                 raise ConfigError(f'your configuration file uses an old API spec: "{api}" (kind: "{kind}"). Please '
-                                  f"use kubeadm v1.{kubeadm_minor(ctx) - 1} instead and run 'kubeadm config migrate "
+                                  f"use kubeadm v1.{minor - 1} instead and run 'kubeadm config migrate "
                                   "--old-config old-config-file --new-config new-config-file', which will write the "
                                   "new, similar spec using a newer API version.")
             if api not in ("kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"):

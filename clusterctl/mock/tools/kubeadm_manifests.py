@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from clusterctl.mock.tools.base import ToolContext
+from clusterctl.mock.tools.kubeadm_config import minor_of
 
 MANIFESTS = ("etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml")
 
@@ -20,11 +21,7 @@ IMAGE_TAGS: dict[int, tuple[str, str, str]] = {
 def image_tags(version: str) -> tuple[str, str, str]:
     """(pause, etcd, coredns) for Kubernetes ``version`` (``v1.37.2``); a minor not listed gets the newest's, as
     kubeadm's ``EtcdSupportedVersion`` does."""
-    try:
-        minor = int(version.lstrip("v").split(".")[1])
-    except (IndexError, ValueError):
-        minor = 36
-    return IMAGE_TAGS.get(minor, IMAGE_TAGS[max(IMAGE_TAGS)])
+    return IMAGE_TAGS.get(minor_of(version), IMAGE_TAGS[max(IMAGE_TAGS)])
 
 
 def write_manifests(ctx: ToolContext, version: str) -> None:

@@ -165,7 +165,7 @@ def _node(ctx: ToolContext, kube: dict[str, object], *, dry_run: bool) -> ToolRe
                         "load admin kubeconfig: open /etc/kubernetes/kubelet.conf: no such file or directory\n" + TRACE)
     cluster = str(kube.get("version") or "")
     kubeadm = kubeadm_version(ctx)
-    if (_parse(kubeadm) or (0, 0, 0)) < (_parse(cluster) or (0, 0, 0)):
+    if _version(kubeadm) < _version(cluster):
         return ctx.fail(f'[upgrade/version] FATAL: kubeadm version "{kubeadm}" is lower than the cluster version '
                         f'"{cluster}": upgrade kubeadm first\n' + TRACE)
     out = "[upgrade] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...\n"
