@@ -19,7 +19,9 @@ from clusterctl.facts.nvsmi_query import NOT_AVAILABLE
 COMMAND = "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv"
 _MIB = re.compile(r"^(\d+)(?:\s*MiB)?$")
 _COLUMNS = {"gpu_uuid": "gpu_uuid", "pid": "pid", "process_name": "process_name", "name": "process_name",
-            "used_gpu_memory [MiB]": "used_mib", "used_memory [MiB]": "used_mib"}
+            "used_gpu_memory [MiB]": "used_mib", "used_memory [MiB]": "used_mib",
+            # fields one may ask for that clusterctl does not read: passed over, not a reason to refuse the header
+            "timestamp": "", "gpu_name": "", "gpu_bus_id": "", "gpu_serial": ""}
 
 
 @dataclass(frozen=True)

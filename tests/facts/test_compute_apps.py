@@ -55,3 +55,22 @@ def test_a_pod_counts_the_gpus_its_containers_ask_for() -> None:
                     "initContainers": [{"name": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
     (parsed,) = parse_pods(json.dumps({"items": [pod]}))
     assert parsed.gpus == 6
+
+
+def test_columns_clusterctl_does_not_read_are_passed_over_not_refused() -> None:
+    """``timestamp`` and ``gpu_name`` are --query-compute-apps fields too: refusing the header for them lost the
+    process list of a GPU host whose operator had asked for them."""
+    (app,) = parse_compute_apps(read_fixture("nvidia-smi-compute-apps", "rtx3090-timestamp-gpu-name-dollar-prompt.csv"))
+    assert (app.pid, app.process_name, app.used_mib) == (1106871, "/app/llama-server", 23342)
+
+
+def test_h200_processes_with_one_pid_nvidia_smi_cannot_name() -> None:
+    apps = parse_compute_apps(read_fixture("nvidia-smi-compute-apps", "h200-8gpu-four-procs-one-not-found.csv"))
+    assert [(a.pid, a.used_mib) for a in apps] == [(1328667, 130004), (1328668, 130044), (1328669, 129984),
+                                                   (1758887, 58060)]
+    assert apps[-1].gpu_uuid == "GPU-28780eb0-24d5-1f13-59b8-ae5c23617a72" and apps[-1].process_name == "[Not Found]"
+
+
+def test_windows_memory_printed_without_its_unit() -> None:
+    (app,) = parse_compute_apps(read_fixture("nvidia-smi-compute-apps", "windows-ollama-exe-memory-without-unit.csv"))
+    assert (app.pid, app.process_name, app.used_mib) == (27220, "ollama.exe", 12497)
