@@ -1,0 +1,31 @@
+"""Field7 round of real outputs: topology matrices whose NICs are bonded ConnectX ports (``mlx5_bond_N``), one with
+a single GPU left visible to a container."""
+
+from __future__ import annotations
+
+from fixture_files import read_fixture
+
+from clusterctl.facts.topo import parse_topo
+from clusterctl.survey.topology import Shape, build_topology
+
+
+def test_one_visible_gpu_under_a_tool_label_is_placed_on_its_bond_nic() -> None:
+    matrix = parse_topo(read_fixture("topo", "a100-1gpu-5-bond-nics-lmdeploy-check-env-label.txt"))
+    topology = build_topology(matrix)
+    assert matrix.warnings == () and topology.shape is Shape.SINGLE_GPU
+    (gpu,) = topology.gpus
+    assert (gpu.numa_node, gpu.cpu_affinity, gpu.nearest_nics, gpu.nic_link) == (
+        "1", "32-63,96-127", ("mlx5_bond_3",), "PXB")
+    assert [(nic.name, nic.gpu_link, nic.nearest_gpus) for nic in topology.nics] == [
+        ("mlx5_bond_0", "SYS", ()), ("mlx5_bond_1", "SYS", ()), ("mlx5_bond_2", "SYS", ()),
+        ("mlx5_bond_3", "PXB", (0,)), ("mlx5_bond_4", "NODE", (0,))]
+
+
+def test_b300_with_a_cx8_bond_behind_each_gpu() -> None:
+    matrix = parse_topo(read_fixture("topo", "b300-8gpu-cx8-8-bond-nics-pxb-root-prompt.txt"))
+    topology = build_topology(matrix)
+    assert matrix.warnings == () and topology.shape is Shape.NVSWITCH
+    assert [(g.index, g.numa_node, g.nearest_nics, g.nic_link) for g in topology.gpus] == [
+        (index, str(index // 4), (f"mlx5_bond_{index}",), "PXB") for index in range(8)]
+    assert matrix.link("NIC7", "GPU3").kind == "SYS"
+
