@@ -33,6 +33,13 @@ PERFQUERY_NAMES: dict[str, str] = {
     "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors", "PortXmitConstraintErrors":
     "port_xmit_constraint_errors", "PortRcvConstraintErrors": "port_rcv_constraint_errors",
     "VL15Dropped": "VL15_dropped",
+    # the short names older perfquery releases printed for the same counters
+    "SymbolErrors": "symbol_error", "LinkRecovers": "link_error_recovery", "LinkDowned": "link_downed",
+    "RcvErrors": "port_rcv_errors", "RcvRemotePhysErrors": "port_rcv_remote_physical_errors",
+    "RcvSwRelayErrors": "port_rcv_switch_relay_errors", "XmtDiscards": "port_xmit_discards",
+    "XmtConstraintErrors": "port_xmit_constraint_errors", "RcvConstraintErrors": "port_rcv_constraint_errors",
+    "LinkIntegrityErrors": "local_link_integrity_errors", "ExcBufOverrunErrors": "excessive_buffer_overrun_errors",
+    "XmtWait": "port_xmit_wait",
 }
 
 
