@@ -55,6 +55,9 @@ _NUMBER_START = re.compile(r"^\s*\d")
 #: ``IB device mlx5_9 not found``, ``No IB devices found``, ``Completion with error``, ``Failed status 12``.
 _ERROR = re.compile(r"(?:Couldn't|Unable to|Failed to) \w|\bnot found\b|No IB devices found|Completion with error|"
                     r"Failed status \d")
+#: What perftest prints when it refuses its command line, after a line of its own words saying why (``CUDA DMA-BUF
+#: cannot be used without CUDA``).
+_OPTIONS_REFUSED = "Parser function exited with Error"
 _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_send", "Atomic": "ib_atomic"}
 #: The command as pasted (``$ ib_write_bw -d mlx5_0 HOST``, ``Client: ib_send_bw ...``, ``numactl -C 1 ib_send_bw``),
 #: not a wrapper's prose about it (``--- starting ib_write_bw server ---``): its arguments.
@@ -223,8 +226,15 @@ def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
     commands = [found.group(1) or "" for line in text.splitlines() if (found := _COMMAND.search(line.strip()))]
     client = any(map(_names_a_server, commands))
     peak_warned = False
+    previous = ""
     for cleaned in without_mpi_tags(lines):
         number, line = cleaned.number, cleaned.text
+        said, previous = previous, line.strip()
+        if _OPTIONS_REFUSED in line:
+            if said and said not in errors and not _COMMAND.search(said):
+                errors.append(said)
+            errors.append(previous)
+            continue
         if re.search(r"Waiting for client (?:rdma_cm QP )?to connect", line):
             server = True
             continue

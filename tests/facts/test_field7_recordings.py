@@ -1,10 +1,12 @@
 """Field7 round of real outputs: topology matrices whose NICs are bonded ConnectX ports (``mlx5_bond_N``), one with
-a single GPU left visible to a container."""
+a single GPU left visible to a container, and perftest refusing its own options."""
 
 from __future__ import annotations
 
 from fixture_files import read_fixture
 
+from clusterctl.bench.logs import report_text
+from clusterctl.facts.perftest import parse_perftest
 from clusterctl.facts.topo import parse_topo
 from clusterctl.survey.topology import Shape, build_topology
 
@@ -29,3 +31,13 @@ def test_b300_with_a_cx8_bond_behind_each_gpu() -> None:
         (index, str(index // 4), (f"mlx5_bond_{index}",), "PXB") for index in range(8)]
     assert matrix.link("NIC7", "GPU3").kind == "SYS"
 
+
+def test_perftest_refusing_its_options_says_why() -> None:
+    """perftest prints its reason, then ' Parser function exited with Error', and runs nothing: the reason is the
+    failure, not 'cannot parse'."""
+    text = read_fixture("perftest", "write_bw-cuda-dmabuf-before-use-cuda-parser-error.txt")
+    result = parse_perftest(text)
+    assert not result.ok
+    assert result.errors == ("CUDA DMA-BUF cannot be used without CUDA", "Parser function exited with Error")
+    (finding,) = report_text("dmabuf.log", text).findings
+    assert finding.message.endswith("failed: CUDA DMA-BUF cannot be used without CUDA")
