@@ -41,3 +41,17 @@ def test_perftest_refusing_its_options_says_why() -> None:
     assert result.errors == ("CUDA DMA-BUF cannot be used without CUDA", "Parser function exited with Error")
     (finding,) = report_text("dmabuf.log", text).findings
     assert finding.message.endswith("failed: CUDA DMA-BUF cannot be used without CUDA")
+
+
+def test_a_pod_under_a_64k_memlock_limit_fails_both_ends_of_the_link() -> None:
+    """The client cannot register its buffers; the server, which printed its banner, then never hears from it."""
+    client = parse_perftest(read_fixture("perftest", "read_bw-q30-memlock-64k-couldnt-allocate-mr-client.txt"))
+    assert (client.side, client.ok, client.errors[0]) == ("client", False, "Couldn't allocate MR")
+    assert "Couldn't create IB resources" in client.errors
+    text = read_fixture("perftest", "read_bw-q30-memlock-64k-read-keys-failed-server.txt")
+    server = parse_perftest(text)
+    assert (server.side, server.test, server.device, server.qps, server.link_type) == (
+        "server", "ib_read_bw", "mlx5_0", 30, "IB")
+    assert server.errors[-1] == "Failed to exchange data between server and clients" and not server.ok
+    (finding,) = report_text("server.log", text).findings
+    assert finding.message == "ib_read_bw failed: ethernet_read_keys: Couldn't read remote address"
