@@ -119,6 +119,9 @@ class _Reader(ABC):
         for line in pasted.lines:
             self.read_line(line.number, line.text)
         if not self.devices:
+            if ibstatus := next((line for line in pasted.lines if _IBSTATUS.match(line.text)), None):
+                raise ParseError(self.tool, "this is ibstatus output, which clusterctl does not read: paste the "
+                                 "output of ibstat or ibv_devinfo -v instead", line=ibstatus.number, text=ibstatus.text)
             self.check_empty(pasted.lines)
         devices = [self.device_of(draft, self._ports(draft)) for draft in self._unique()]
         return RDMADevices(devices, tuple(self.warnings), source=self.tool)
@@ -228,9 +231,6 @@ class _IbvDevinfo(_Reader):
         # Nothing at all (or ``No IB devices found``) is a host without RDMA devices.
         if self.warnings:
             first = next((w for w in self.warnings if w.line is not None), None)
-            if ibstatus := next((line for line in lines if _IBSTATUS.match(line.text)), None):
-                raise ParseError(_WHAT, "this is ibstatus output, which clusterctl does not read: paste the output "
-                                 "of ibstat or ibv_devinfo -v instead", line=ibstatus.number, text=ibstatus.text)
             raise ParseError(_WHAT, "no 'hca_id' device block in the input", line=first.line if first else None)
 
     def port_of(self, draft: _PortDraft) -> RDMAPort:

@@ -3,11 +3,17 @@ ports in ibdev2netdev, MIG-mode queries of Blackwell and laptop GPUs, an 8x H200
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from fixture_files import read_fixture
 
+from clusterctl.errors import ParseError
 from clusterctl.facts.gpus import parse_gpus
 from clusterctl.facts.ib_counters import parse_ib_counters
+from clusterctl.facts.model import RDMADevices
 from clusterctl.facts.netdev import parse_ibdev2netdev
+from clusterctl.facts.rdma import parse_ibstat, parse_rdma
 from clusterctl.health.probe import IB_COUNTERS
 
 
@@ -44,3 +50,13 @@ def test_roce_lag_bonds_are_ports_with_their_bond_netdev() -> None:
 def test_a_huawei_roce_bond_beside_a_mellanox_one() -> None:
     devices = parse_ibdev2netdev(read_fixture("ibdev2netdev", "huawei-hrn3-bond-beside-mlx5-bond.txt"))
     assert [(d.hca, d.name, d.up) for d in devices] == [("hrn3_bond_0", "bond0", True), ("mlx5_bond_0", "bond1", True)]
+
+
+@pytest.mark.parametrize("parse", [parse_ibstat, parse_rdma])
+def test_ibstatus_of_an_h20_host_is_refused_as_ibstatus_by_either_reader(parse: Callable[[str], RDMADevices]) -> None:
+    """Eight 2X NDR ports under PCI names and a RoCE port: where ibstat is read, the refusal said "no CA block"
+    and not what the text is or which output to paste."""
+    with pytest.raises(ParseError) as refused:
+        parse(read_fixture("ibstatus", "h20-ndr-2x-pci-names-and-a-roce-port-root-prompt.txt"))
+    assert refused.value.line == 2 and "this is ibstatus output" in refused.value.reason
+    assert "ibstat or ibv_devinfo -v" in refused.value.reason
