@@ -105,7 +105,10 @@ def _parse_json(text: str) -> DcgmDiag:
     version = metadata.get("DCGM Version") or metadata.get("version") or body.get("version") or data.get("version")
     driver = metadata.get("Driver Version Detected") or body.get("Driver Version Detected") \
         or data.get("Driver Version Detected")
-    ids = metadata.get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected")
+    # DCGM 4 lists the GPUs it ran on under "entity_groups", each with its "device_id", instead.
+    ids = metadata.get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected") or [
+        entity.get("device_id", "") for group in data.get("entity_groups") or () if isinstance(group, dict)
+        and group.get("entity_group") == "GPU" for entity in group.get("entities") or () if isinstance(entity, dict)]
     known = ("DCGM Version", "version", "Driver Version Detected", "GPU Device IDs Detected")
     others = {str(k): str(v) for k, v in metadata.items() if k not in known and not isinstance(v, (dict, list))}
     return DcgmDiag(tuple(results), dcgm_version=str(version) if version else None,

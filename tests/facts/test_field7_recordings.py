@@ -6,6 +6,7 @@ from __future__ import annotations
 from fixture_files import read_fixture
 
 from clusterctl.bench.logs import report_text
+from clusterctl.facts.dcgmi import parse_dcgmi_diag
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import parse_perftest
 from clusterctl.facts.topo import parse_topo
@@ -68,3 +69,13 @@ def test_datatype_all_run_repeats_each_size_per_type_and_its_saturated_figure_is
     assert len(run.rows) == 36 and {row.type for row in run.rows} >= {"int8", "float", "bfloat16", "f8e5m2"}
     assert run.warnings == () and run.failure() is None
     assert report_text("h200.log", text).record["largest_busbw_gbs"] == 487.06
+
+
+def test_dcgm4_json_of_a_gb10_names_its_failed_test_and_the_device_ids_of_its_entity_list() -> None:
+    """DCGM 4 JSON has no 'GPU Device IDs Detected': the ids are the GPU entities' ``device_id``."""
+    diag = parse_dcgmi_diag(read_fixture("dcgmi", "gb10-4.2.3-580.82.09-r1-json-software-fail-persistence-tabs.json"))
+    (result,) = diag.results
+    assert (result.category, result.test, result.status, result.gpu) == ("Deployment", "software", "Fail", 0)
+    assert result.info.startswith("Persistence Mode: Persistence mode for GPU 0 is disabled.")
+    assert (diag.dcgm_version, diag.driver_version, diag.warnings) == ("4.2.3", "580.82.09", ())
+    assert diag.gpu_device_ids == ("2e12",)
