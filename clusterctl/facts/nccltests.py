@@ -170,11 +170,12 @@ class NcclTestResult(ParseResult):
 
     @property
     def largest_busbw_gbs(self) -> float | None:
-        """Bus bandwidth at the largest size (out-of-place, else in-place): the saturated figure."""
-        if not self.rows:
-            return None
-        row = max(self.rows, key=lambda r: r.size_bytes)
-        return row.out_of_place.busbw_gbs if row.out_of_place.busbw_gbs is not None else row.in_place.busbw_gbs
+        """Bus bandwidth at the largest size (out-of-place, else in-place): the saturated figure. ``--datatype all``
+        and ``--op all`` print a row per type or op at each size: the best of them is what the links carried."""
+        largest = max((r.size_bytes for r in self.rows), default=None)
+        figures = [r.out_of_place.busbw_gbs if r.out_of_place.busbw_gbs is not None else r.in_place.busbw_gbs
+                   for r in self.rows if r.size_bytes == largest]
+        return max((figure for figure in figures if figure is not None), default=None)
 
     def failure(self) -> str | None:
         """Why this run must count as failed, or ``None``."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fixture_files import read_fixture
 
 from clusterctl.bench.logs import report_text
+from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import parse_perftest
 from clusterctl.facts.topo import parse_topo
 from clusterctl.survey.topology import Shape, build_topology
@@ -55,3 +56,15 @@ def test_a_pod_under_a_64k_memlock_limit_fails_both_ends_of_the_link() -> None:
     assert server.errors[-1] == "Failed to exchange data between server and clients" and not server.ok
     (finding,) = report_text("server.log", text).findings
     assert finding.message == "ib_read_bw failed: ethernet_read_keys: Couldn't read remote address"
+
+
+def test_datatype_all_run_repeats_each_size_per_type_and_its_saturated_figure_is_the_best_of_them() -> None:
+    """``--datatype all`` prints the three sizes once per type, int8 first: the link's saturated figure is what the
+    best type at the largest size carried (float, 487.06 GB/s), not the first row printed (int8, 390.12)."""
+    text = read_fixture("nccl-tests", "all_reduce-2.18.3-h200-2node-datatype-all-sizes-repeat-per-type.txt")
+    run = parse_nccl_tests(text)
+    assert (run.nccl_tests_version, run.nccl_version, len(run.ranks), run.avg_busbw_gbs, run.out_of_bounds) == (
+        "2.18.3", "2.30.4+cuda13.2", 16, 433.477, 0)
+    assert len(run.rows) == 36 and {row.type for row in run.rows} >= {"int8", "float", "bfloat16", "f8e5m2"}
+    assert run.warnings == () and run.failure() is None
+    assert report_text("h200.log", text).record["largest_busbw_gbs"] == 487.06
