@@ -12,7 +12,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.gpus import parse_gpus
 from clusterctl.facts.ib_counters import parse_ib_counters
 from clusterctl.facts.model import RDMADevices
-from clusterctl.facts.netdev import parse_ibdev2netdev
+from clusterctl.facts.netdev import parse_ibdev2netdev, parse_ip_addr
 from clusterctl.facts.rdma import parse_ibstat, parse_rdma
 from clusterctl.health.probe import IB_COUNTERS
 
@@ -60,3 +60,13 @@ def test_ibstatus_of_an_h20_host_is_refused_as_ibstatus_by_either_reader(parse: 
         parse(read_fixture("ibstatus", "h20-ndr-2x-pci-names-and-a-roce-port-root-prompt.txt"))
     assert refused.value.line == 2 and "this is ibstatus output" in refused.value.reason
     assert "ibstat or ibv_devinfo -v" in refused.value.reason
+
+
+def test_a_secondary_address_on_the_same_interface_is_kept_beside_the_first() -> None:
+    addresses = parse_ip_addr(read_fixture("ip", "k0s-controller-secondary-lb-address.txt"))
+    assert dict(addresses) == {"eth0": ("172.17.0.2", "172.17.0.102")} and addresses.warnings == ()
+
+
+def test_an_indented_paste_with_a_blank_line_of_spaces_reads_every_interface() -> None:
+    addresses = parse_ip_addr(read_fixture("ip", "docker-exec-cassandra-indented-hostname-elided.txt"))
+    assert dict(addresses) == {"lo": ("127.0.0.1",), "eth0": ("172.17.0.2",)} and addresses.warnings == ()
