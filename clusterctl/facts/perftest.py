@@ -60,8 +60,8 @@ _ERROR = re.compile(r"(?:Couldn't|Unable to|Failed to) \w|\bnot found\b|No IB de
 _OPTIONS_REFUSED = "Parser function exited with Error"
 _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_send", "Atomic": "ib_atomic"}
 #: The command as pasted (``$ ib_write_bw -d mlx5_0 HOST``, ``Client: ib_send_bw ...``, ``numactl -C 1 ib_send_bw``),
-#: not a wrapper's prose about it (``--- starting ib_write_bw server ---``): its arguments.
-_COMMAND = re.compile(r"(?:^|[$#:]\s*|\b(?:sudo|numactl|taskset)\b.*\s)ib_(?:write|read|send|atomic)_(?:bw|lat)"
+#: not a wrapper's prose about it (``--- starting ib_write_bw server ---``): the tool and its arguments.
+_COMMAND = re.compile(r"(?:^|[$#:]\s*|\b(?:sudo|numactl|taskset)\b.*\s)(ib_(?:write|read|send|atomic)_(?:bw|lat))"
                       r"(\s.*)?$")
 #: perftest's long options that take a value (its getopt table), which may follow as the next word: ``--source_ip
 #: 10.0.0.1`` on a server's command line names no server.
@@ -123,7 +123,7 @@ class LatencyRow(TableRow):
 class PerftestResult(ParseResult):
     """One run's settings and table; ``warnings`` name the table rows that could not be read."""
 
-    #: ``ib_write_bw``, ``ib_read_lat``... from the banner; ``None`` when the log has none.
+    #: ``ib_write_bw``, ``ib_read_lat``... from the banner, else the command line; ``None`` when the log has neither.
     test: str | None
     #: ``bw`` or ``lat``, ``None`` when no table was printed.
     kind: str | None
@@ -223,7 +223,8 @@ def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
     lines = (pasted := clean(text)).lines
     warnings = pasted.elision_warnings("lines", "settings and rows there are unknown")
     # The command is on a prompt line clean() took away; it tells the role, and duration mode.
-    commands = [found.group(1) or "" for line in text.splitlines() if (found := _COMMAND.search(line.strip()))]
+    command_lines = [found for line in text.splitlines() if (found := _COMMAND.search(line.strip()))]
+    commands = [found.group(2) or "" for found in command_lines]
     client = any(map(_names_a_server, commands))
     peak_warned = False
     previous = ""
@@ -296,7 +297,7 @@ def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
             "the server, no TX or RX depth of a one-way test)")))
     no_peak = next(filter(None, (_NO_PEAK_OPTION.search(command) for command in commands)), None)
     return PerftestResult(
-        test=_test_name(banner) if banner else None,
+        test=_test_name(banner) if banner else command_lines[0].group(1) if command_lines else None,
         kind=kind,
         side=side,
         device=named.get("Device"),

@@ -47,9 +47,13 @@ def test_perftest_refusing_its_options_says_why() -> None:
 
 def test_a_pod_under_a_64k_memlock_limit_fails_both_ends_of_the_link() -> None:
     """The client cannot register its buffers; the server, which printed its banner, then never hears from it."""
-    client = parse_perftest(read_fixture("perftest", "read_bw-q30-memlock-64k-couldnt-allocate-mr-client.txt"))
+    client_text = read_fixture("perftest", "read_bw-q30-memlock-64k-couldnt-allocate-mr-client.txt")
+    client = parse_perftest(client_text)
     assert (client.side, client.ok, client.errors[0]) == ("client", False, "Couldn't allocate MR")
     assert "Couldn't create IB resources" in client.errors
+    # No banner was printed: the command line names the test.
+    (failed,) = report_text("client.log", client_text).findings
+    assert failed.message == "ib_read_bw failed: Couldn't allocate MR"
     text = read_fixture("perftest", "read_bw-q30-memlock-64k-read-keys-failed-server.txt")
     server = parse_perftest(text)
     assert (server.side, server.test, server.device, server.qps, server.link_type) == (
