@@ -59,10 +59,11 @@ _ERROR = re.compile(r"(?:Couldn't|Unable to|Failed to) \w|\bnot found\b|No IB de
 #: cannot be used without CUDA``).
 _OPTIONS_REFUSED = "Parser function exited with Error"
 _TOOL_PREFIX = {"RDMA_Write": "ib_write", "RDMA_Read": "ib_read", "Send": "ib_send", "Atomic": "ib_atomic"}
-#: The command as pasted (``$ ib_write_bw -d mlx5_0 HOST``, ``Client: ib_send_bw ...``, ``numactl -C 1 ib_send_bw``),
-#: not a wrapper's prose about it (``--- starting ib_write_bw server ---``): the tool and its arguments.
-_COMMAND = re.compile(r"(?:^|[$#:]\s*|\b(?:sudo|numactl|taskset)\b.*\s)(ib_(?:write|read|send|atomic)_(?:bw|lat))"
-                      r"(\s.*)?$")
+#: The command as pasted (``$ ib_write_bw -d mlx5_0 HOST``, ``Client: ib_send_bw ...``, ``numactl -C 1 ib_send_bw``,
+#: ``./ib_write_bw``), not a wrapper's prose about it (``--- starting ib_write_bw server ---``): the tool and its
+#: arguments (a terminal pane's `│` border may stand before it).
+_COMMAND = re.compile(r"(?:^|[$#:│]\s*|\b(?:sudo|numactl|taskset)\b.*\s)(?:\S*/)?"
+                      r"(ib_(?:write|read|send|atomic)_(?:bw|lat))(\s.*)?$")
 #: perftest's long options that take a value (its getopt table), which may follow as the next word: ``--source_ip
 #: 10.0.0.1`` on a server's command line names no server.
 _LONG_WITH_VALUE = (
@@ -279,7 +280,8 @@ def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
                 if pair:
                     banner_pairs.append((pair.group(1).strip(), pair.group(2).strip()))
         # Anything else (warnings, CPU frequency notes, address lines) is commentary.
-    if banner is None and kind is None and not errors:
+    # A server that was stopped while waiting for its client printed no banner: a log, with nothing measured.
+    if banner is None and kind is None and not errors and not server:
         first = lines[0] if lines else None
         raise ParseError(_WHAT, "no perftest banner, result table or known error message",
                          line=first.number if first else 1, text=first.text if first else "")

@@ -83,3 +83,14 @@ def test_dcgm4_json_of_a_gb10_names_its_failed_test_and_the_device_ids_of_its_en
     assert result.info.startswith("Persistence Mode: Persistence mode for GPU 0 is disabled.")
     assert (diag.dcgm_version, diag.driver_version, diag.warnings) == ("4.2.3", "580.82.09", ())
     assert diag.gpu_device_ids == ("2e12",)
+
+
+def test_a_server_interrupted_while_waiting_for_its_client_is_read_as_a_server_without_figures() -> None:
+    """No client came, so no banner was printed: the log is a server's that measured nothing, not unreadable."""
+    text = read_fixture("perftest", "write_bw-use-cuda-inline-zero-server-interrupted.txt")
+    server = parse_perftest(text)
+    assert (server.side, server.test, server.kind, server.ok, server.errors) == (
+        "server", "ib_write_bw", None, False, ())
+    report = report_text("server.log", text)
+    assert (report.error, report.findings, report.record["side"], report.record["test"]) == (
+        None, (), "server", "ib_write_bw")
