@@ -120,14 +120,21 @@ class ArtifactList:
                 "artifacts": [a.to_json() for a in self.artifacts], "notes": list(self.notes)}
 
 
-def split_image(reference: str) -> tuple[str, str]:
-    """``registry.k8s.io/pause:3.10.1`` -> (``registry.k8s.io/pause``, ``3.10.1``); a port is not a tag. A digest
-    stays in the version, after its tag (``3.10.1@sha256:...``) or alone (``sha256:...``)."""
-    reference, at, digest = reference.partition("@")
-    name, sep, tag = reference.rpartition(":")
+def image_parts(reference: str) -> tuple[str, str, str]:
+    """``mirror:5000/pause:3.10.1@sha256:...`` -> (``mirror:5000/pause``, ``3.10.1``, ``sha256:...``): the one
+    reading of an image reference (a port is not a tag); "" for a tag or a digest it does not give."""
+    rest, _, digest = reference.partition("@")
+    name, sep, tag = rest.rpartition(":")
     if not sep or "/" in tag:
-        name, tag = reference, "" if at else "latest"
-    return name, "@".join(filter(None, (tag, digest)))
+        return rest, "", digest
+    return name, tag, digest
+
+
+def split_image(reference: str) -> tuple[str, str]:
+    """``registry.k8s.io/pause:3.10.1`` -> (``registry.k8s.io/pause``, ``3.10.1``); no tag is ``latest``. A digest
+    stays in the version, after its tag (``3.10.1@sha256:...``) or alone (``sha256:...``)."""
+    name, tag, digest = image_parts(reference)
+    return name, "@".join(filter(None, (tag or ("" if digest else "latest"), digest)))
 
 
 def _image(reference: str, phase: str, note: str = "") -> Artifact:

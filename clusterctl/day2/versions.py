@@ -9,6 +9,7 @@ what ``kubeadm upgrade plan`` compares with too.
 
 from __future__ import annotations
 
+from clusterctl.bootstrap.artifacts import image_parts
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.errors import ParseError, UsageError
 
@@ -42,10 +43,9 @@ def static_pod_version(text: str) -> str:
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip().lstrip("- ")
         if stripped.startswith("image:"):
-            image, pinned, _digest = stripped.split(":", 1)[1].strip().strip("'\"").partition("@")
-            _name, sep, tag = image.rpartition(":")
-            if not sep or "/" in tag or not tag:
+            _name, tag, digest = image_parts(stripped.split(":", 1)[1].strip().strip("'\""))
+            if not tag:
                 raise ParseError("a static pod manifest", "the image is pinned by digest, without a tag naming its "
-                                 "version" if pinned else "the image has no tag", line=number, text=line)
+                                 "version" if digest else "the image has no tag", line=number, text=line)
             return tag
     raise ParseError("a static pod manifest", "no 'image:' line")
