@@ -228,14 +228,14 @@ def parse_perftest(text: str, *, side: str | None = None) -> PerftestResult:
     commands = [found.group(2) or "" for found in command_lines]
     client = any(map(_names_a_server, commands))
     peak_warned = False
-    previous = ""
+    current = ""  # the line read, stripped; ``before``: the one before it, where perftest says why it refuses
     for cleaned in without_mpi_tags(lines):
         number, line = cleaned.number, cleaned.text
-        said, previous = previous, line.strip()
+        before, current = current, line.strip()
         if _OPTIONS_REFUSED in line:
-            if said and said not in errors and not _COMMAND.search(said):
-                errors.append(said)
-            errors.append(previous)
+            if before and before not in errors and not _COMMAND.search(before):
+                errors.append(before)
+            errors.append(current)
             continue
         if re.search(r"Waiting for client (?:rdma_cm QP )?to connect", line):
             server = True
