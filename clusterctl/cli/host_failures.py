@@ -16,20 +16,11 @@ if TYPE_CHECKING:
 
 def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:
     """The JSON shape of a host's failure, shared by every command's machine output."""
-    failure = outcome.failure
-    return {
-        "host": outcome.host.name,
-        "ok": failure is None,
-        "failure": None
-        if failure is None
-        else {
-            "kind": failure.kind.value,
-            "message": failure.message,
-            "exit_code": failure.exit_code,
-            "stderr_tail": failure.stderr_tail,
-        },
-        "duration_s": outcome.duration_s,
-    }
+    from clusterctl.plain_json import to_plain
+
+    # A failure's JSON is its fields (kind, message, exit_code, stderr_tail), as every dataclass's is.
+    return {"host": outcome.host.name, "ok": outcome.ok, "failure": to_plain(outcome.failure),
+            "duration_s": outcome.duration_s}
 
 
 def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:

@@ -66,10 +66,8 @@ def _gpu_of(result: dict[str, Any]) -> int | None:
 def _info(result: dict[str, Any]) -> str:
     info = result.get("info") or ""
     parts = [str(item) for item in info] if isinstance(info, list) else [str(info)]  # 4.x: a list of messages
-    for warning in result.get("warnings") or ():
-        parts.append(str(warning.get("warning") if isinstance(warning, dict) else warning))
-    for error in result.get("errors") or ():
-        parts.append(str(error.get("error") if isinstance(error, dict) else error))
+    for kind in ("warning", "error"):
+        parts += [str(item.get(kind) if isinstance(item, dict) else item) for item in result.get(f"{kind}s") or ()]
     return "; ".join(p.strip() for p in parts if p and p.strip())
 
 

@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.kube import kubectl
-from clusterctl.json_input import read_yaml, syntax_error
+from clusterctl.facts.kube import kubectl, load_json
+from clusterctl.json_input import read_yaml
 
 #: kubeadm's paths inside the etcd static pod (kubeadm's etcd manifest mounts /etc/kubernetes/pki/etcd).
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
@@ -75,16 +75,12 @@ class EndpointHealth:
 
 
 def _load(what: str, text: str) -> Any:
-    start = next((i for i, line in enumerate(text.splitlines()) if line.lstrip().startswith(("{", "["))), None)
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("{", "["))), None)
     if start is None:
-        raise ParseError(what, "no JSON in the output", line=1, text=text.splitlines()[0] if text.strip() else "")
-    body = "\n".join(text.splitlines()[start:])
-    try:
-        return json.loads(body)
-    except json.JSONDecodeError as exc:
-        line = start + exc.lineno
-        raise ParseError(what, f"not JSON at {syntax_error(exc)}", line=line,
-                         text=text.splitlines()[line - 1]) from None
+        raise ParseError(what, "no JSON in the output", line=1, text=lines[0] if text.strip() else "")
+    # The lines above the JSON are blanked, not cut: a syntax error names the output's own line.
+    return load_json(what, "\n" * start + "\n".join(lines[start:]))
 
 
 def _strings(what: str, value: Any, field: str) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ are another family, not an error. Input with nothing readable at all is refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from clusterctl.errors import ParseError
@@ -30,45 +30,40 @@ _IP_ADDR = re.compile(r"^\s*\d+:\s+(\S+?)(?:@\S+)?\s+inet\s+(\d+\.\d+\.\d+\.\d+)
 _IP_OTHER_FAMILY = re.compile(r"^\s*\d+:\s+\S+\s+inet6\s")
 
 
-def parse_ibdev2netdev(text: str) -> NetDevices:
-    devices: list[NetDevice] = []
+def _lines_read(text: str, what: str, shape: str, read: Callable[[str], re.Match[str] | None],
+                other_family: re.Pattern[str] | None = None) -> tuple[list[re.Match[str]], list[ParseWarning]]:
+    """``read``'s match of each cleaned line of ``text``; a line of ``other_family`` is passed over, any other
+    line ``read`` cannot read costs that line (a warning naming it), and input with no line read at all is
+    refused, naming its first line."""
+    found: list[re.Match[str]] = []
     warnings: list[ParseWarning] = []
     lines = clean_lines(text)
     for line in lines:
-        match = _PLAIN.match(line.text.strip()) or _VERBOSE.match(line.text.strip())
-        if match is None:
-            warnings.append(ParseWarning(f"not '<hca> port <n> ==> <netdev> (Up|Down)': {line.text.strip()[:80]!r}",
-                                         line.number))
-            continue
-        hca, port, name, state = match.groups()
-        devices.append(NetDevice(name=name, hca=hca, port=int(port), up=state == "Up"))
-    if warnings and not devices:
-        raise ParseError("ibdev2netdev", "expected '<hca> port <n> ==> <netdev> (Up|Down)'", line=lines[0].number,
-                         text=lines[0].text)
-    return NetDevices(devices, tuple(warnings))
+        match = read(line.text.strip())
+        if match is not None:
+            found.append(match)
+        elif other_family is None or not other_family.match(line.text):
+            warnings.append(ParseWarning(f"not '{shape}': {line.text.strip()[:80]!r}", line.number))
+    if warnings and len(warnings) == len(lines):
+        raise ParseError(what, f"expected '{shape}'", line=lines[0].number, text=lines[0].text)
+    return found, warnings
+
+
+def parse_ibdev2netdev(text: str) -> NetDevices:
+    found, warnings = _lines_read(text, "ibdev2netdev", "<hca> port <n> ==> <netdev> (Up|Down)",
+                                  lambda line: _PLAIN.match(line) or _VERBOSE.match(line))
+    return NetDevices([NetDevice(name=name, hca=hca, port=int(port), up=state == "Up")
+                       for hca, port, name, state in (match.groups() for match in found)], tuple(warnings))
 
 
 def parse_ip_addr(text: str) -> IPv4Addresses:
     """Interface -> its IPv4 addresses, from ``ip -o -4 addr show``."""
+    found, warnings = _lines_read(text, "ip -o -4 addr show", "<n>: <ifname> inet <a.b.c.d>/<len> ...",
+                                  _IP_ADDR.match, _IP_OTHER_FAMILY)
     addresses: dict[str, list[str]] = {}
-    warnings: list[ParseWarning] = []
-    lines = clean_lines(text)
-    read = 0
-    for line in lines:
-        match = _IP_ADDR.match(line.text)
-        if match is None:
-            if _IP_OTHER_FAMILY.match(line.text):
-                read += 1
-                continue
-            warnings.append(ParseWarning(f"not '<n>: <ifname> inet <a.b.c.d>/<len> ...': {line.text.strip()[:80]!r}",
-                                         line.number))
-            continue
-        read += 1
+    for match in found:
         addresses.setdefault(match.group(1), []).append(match.group(2))
-    if warnings and not read:
-        raise ParseError("ip -o -4 addr show", "expected '<n>: <ifname> inet <a.b.c.d>/<len> ...'",
-                         line=lines[0].number, text=lines[0].text)
-    result = IPv4Addresses({name: tuple(found) for name, found in addresses.items()})
+    result = IPv4Addresses({name: tuple(listed) for name, listed in addresses.items()})
     result.warnings = tuple(warnings)
     return result
 

@@ -54,43 +54,46 @@ _NCCL = (
 _KERNEL = re.compile(r"^\d+\.\d+\S*$")
 
 
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def parse_stack(text: str) -> SoftwareStack:
-    sections = {name: list(section.lines) for name, section in split_sections(text, _WHAT).items()}
+    sections = split_sections(text, _WHAT)
     found: dict[str, str | None] = {}
     missing: dict[str, str] = {}
 
     def read(component: str, section: str, pattern: re.Pattern[str]) -> None:
-        lines = sections.get(section)
-        if lines is None:
+        if section not in sections:
             missing.setdefault(component, f"section '{section}' absent from the output")
             return
-        reason = absent_reason("\n".join(lines))
+        output = sections.text(section)
+        reason = absent_reason(output)
         if reason is not None:
             missing.setdefault(component, reason)
             return
-        match = pattern.search("\n".join(lines))
+        match = pattern.search(output)
         if match:
             found[component] = match.group(1)
             missing.pop(component, None)
         else:
-            first = next((line.strip() for line in lines if line.strip()), "")
-            missing.setdefault(component, f"unrecognised output: {first[:80]!r}")
+            missing.setdefault(component, f"unrecognised output: {_first_line(output)[:80]!r}")
 
-    why = absent_reason("\n".join(sections.get("os-release", [])))
+    why = absent_reason(sections.text("os-release"))
     release: dict[str, str] = {}
     if why is None:
         try:
-            release = parse_os_release("\n".join(sections["os-release"]))
+            release = parse_os_release(sections.text("os-release"))
         except ParseError as exc:
             why = str(exc)  # the line it could not read, named
     if "NAME" not in release:
         missing["os"] = why or "no NAME= line in /etc/os-release"
 
-    kernel_lines = [line.strip() for line in sections.get("kernel", []) if line.strip()]
-    if kernel_lines and _KERNEL.match(kernel_lines[0]):
-        found["kernel"] = kernel_lines[0]
+    kernel = _first_line(sections.text("kernel"))
+    if _KERNEL.match(kernel):
+        found["kernel"] = kernel
     else:
-        missing["kernel"] = absent_reason("\n".join(sections.get("kernel", []))) or "unrecognised output of uname -r"
+        missing["kernel"] = absent_reason(sections.text("kernel")) or "unrecognised output of uname -r"
 
     # The driver version is in /proc; nvidia-smi's banner also has it when /proc is hidden.
     read("driver", "driver", _DRIVER)
@@ -98,8 +101,7 @@ def parse_stack(text: str) -> SoftwareStack:
         read("driver", "nvidia-smi", _SMI_DRIVER)  # a reason /proc gave stays the one named
     read("cuda", "nvidia-smi", _SMI_CUDA)
     read("cuda_toolkit", "nvcc", _NVCC)
-    nccl_text = "\n".join(sections.get("nccl", []))
-    nccl = next((m.group(1) for pattern in _NCCL if (m := pattern.search(nccl_text))), None)
+    nccl = next((m.group(1) for pattern in _NCCL if (m := pattern.search(sections.text("nccl")))), None)
     if nccl:
         found["nccl"] = nccl
     else:

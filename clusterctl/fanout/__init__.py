@@ -20,26 +20,7 @@ within about ``INTERRUPT_WAIT_S`` seconds; no worker thread outlives the run bey
 The CLI prints what finished from it.
 """
 
-from clusterctl.fanout.outcomes import CommandFailed, Failure, FleetResult, HostOutcome, failure_from
-from clusterctl.fanout.scheduler import (
-    DEFAULT_PARALLEL,
-    DEFAULT_TIMEOUT_S,
-    FleetInterrupted,
-    Progress,
-    Runner,
-)
-from clusterctl.fanout.time_budget import TimeBoxedTransport
+from clusterctl.fanout.outcomes import CommandFailed, FleetResult, HostOutcome
+from clusterctl.fanout.scheduler import FleetInterrupted, Progress, Runner
 
-__all__ = [
-    "DEFAULT_PARALLEL",
-    "DEFAULT_TIMEOUT_S",
-    "CommandFailed",
-    "Failure",
-    "FleetInterrupted",
-    "FleetResult",
-    "HostOutcome",
-    "Progress",
-    "Runner",
-    "TimeBoxedTransport",
-    "failure_from",
-]
+__all__ = ["CommandFailed", "FleetInterrupted", "FleetResult", "HostOutcome", "Progress", "Runner"]

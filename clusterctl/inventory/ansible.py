@@ -31,8 +31,8 @@ _RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
 class _Group:
     name: str
     line: int
-    hosts: list[str] = field(default_factory=list)
-    member_set: set[str] = field(default_factory=set)
+    #: Its hosts in the order named, each once (a dict: 'name in list' per host made big ranges quadratic).
+    hosts: dict[str, None] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
     vars: dict[str, Var] = field(default_factory=dict)
 
@@ -63,11 +63,7 @@ class _Tree(InventoryFileReader):
                 values.host_name(name)
         host = self.hosts.setdefault(name, _HostDef(name, line))
         host.vars.update(host_vars)
-        target = self.group(group, line)
-        # A set beside the ordered list: 'name in list' per host made big ranges quadratic.
-        if name not in target.member_set:
-            target.member_set.add(name)
-            target.hosts.append(name)
+        self.group(group, line).hosts.setdefault(name)
 
     def add_host_pattern(self, group: str, pattern: str, line: int, host_vars: dict[str, Var]) -> None:
         """Add every host a pattern such as ``gpu[01:04]`` names (both formats write ranges)."""
@@ -309,8 +305,7 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
     order = {name: index for index, name in enumerate(tree.groups)}
     grouped = {host for g in tree.groups.values() if g.name not in ("all", "ungrouped") for host in g.hosts}
     # Ungrouped: the hosts no real group names, in file order (as Ansible does).
-    ungrouped.hosts = [n for n in dict.fromkeys([*ungrouped.hosts, *tree.hosts]) if n not in grouped]
-    ungrouped.member_set = set(ungrouped.hosts)
+    ungrouped.hosts = dict.fromkeys(n for n in [*ungrouped.hosts, *tree.hosts] if n not in grouped)
 
     memberships: dict[str, set[str]] = {name: set() for name in tree.hosts}
     for group in tree.groups.values():

@@ -38,7 +38,9 @@ def test_exec_json_reports_every_hosts_output_and_exit_code(sshd_hosts: SSHDHost
     assert records["h2"]["ok"] is False
     assert records["h2"]["exit_code"] == 1
     assert records["h2"]["stdout"] == "out-h2\n"
-    assert records["h2"]["failure"]["kind"] == "command failed"
+    assert records["h2"]["failure"] == {"kind": "command failed", "message": records["h2"]["failure"]["message"],
+                                        "exit_code": 1, "stderr_tail": "err-h2"}
+    assert records["h1"]["failure"] is None
 
 
 def test_down_and_hung_hosts_are_reported_while_the_others_finish(sshd_hosts: SSHDHosts, tmp_path: Path) -> None:

@@ -226,19 +226,15 @@ def host_key_policy(target: SSHTarget, *, override: str | None, accept_new: bool
         )
     if accept_new and strict == "yes":
         strict = "accept-new"
-    if override is not None:
-        return HostKeyPolicy((known_hosts_file(override),), (), strict, target.check_host_ip, target.hash_known_hosts)
-    user = target.user_known_hosts
+    # ``--known-hosts FILE``, when given, is the only file read and written.
+    user: tuple[str, ...] | None = (override,) if override is not None else target.user_known_hosts
+    global_: tuple[str, ...] | None = () if override is not None else target.global_known_hosts
     if user is None:
         user = tuple(os.path.expanduser(p) for p in DEFAULT_USER_KNOWN_HOSTS)
-    global_ = target.global_known_hosts if target.global_known_hosts is not None else DEFAULT_GLOBAL_KNOWN_HOSTS
-    return HostKeyPolicy(
-        tuple(known_hosts_file(p) for p in user),
-        tuple(known_hosts_file(p) for p in global_),
-        strict,
-        target.check_host_ip,
-        target.hash_known_hosts,
-    )
+    if global_ is None:
+        global_ = DEFAULT_GLOBAL_KNOWN_HOSTS
+    return HostKeyPolicy(tuple(known_hosts_file(p) for p in user), tuple(known_hosts_file(p) for p in global_),
+                         strict, target.check_host_ip, target.hash_known_hosts)
 
 
 def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey, *, peer_ip: str | None = None
