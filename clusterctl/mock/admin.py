@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.mock.state import MockCluster
+
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
 
@@ -29,8 +31,6 @@ def mock_hosts(hosts: Sequence[Host]) -> list[Host]:
 
 
 def summaries(hosts: Sequence[Host]) -> list[HostStateSummary]:
-    from clusterctl.mock.state import MockCluster
-
     found = []
     for host in mock_hosts(hosts):
         state = MockCluster(str(host.mock_state)).host(host.name)
@@ -42,8 +42,6 @@ def summaries(hosts: Sequence[Host]) -> list[HostStateSummary]:
 
 def reset(hosts: Sequence[Host], *, whole_cluster: bool) -> list[str]:
     """Forget the state of ``hosts`` (and their clusters' shared state when ``whole_cluster``)."""
-    from clusterctl.mock.state import MockCluster
-
     removed: list[str] = []
     by_folder: dict[str, list[str]] = {}
     for host in mock_hosts(hosts):

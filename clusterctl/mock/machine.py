@@ -21,6 +21,7 @@ import datetime as dt
 import functools
 import re
 import shlex
+import shutil
 import threading
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -31,6 +32,7 @@ from clusterctl.mock.profile import Profile, Rule
 from clusterctl.mock.shell import Shell
 from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
 from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
+from clusterctl.mock.tools import packages as db
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 from clusterctl.mock.turns import pause
 from clusterctl.wording import seconds
@@ -134,8 +136,6 @@ class MockMachine:
                 return
             if data and self.host.fs.root.exists():
                 # Pointed at another profile: a different machine, so start it afresh.
-                import shutil
-
                 shutil.rmtree(self.host.fs.root)
             data.clear()
             data.update(initial_state(self.profile))
@@ -150,8 +150,6 @@ class MockMachine:
 
     def _seed_packages(self, data: dict[str, Any]) -> None:
         """Packages installed at first boot bring their files and (running) services, as after apt."""
-        from clusterctl.mock.tools import packages as db
-
         ctx = self.context([], b"", {})
         repo = db.repository(ctx)
         services = data.setdefault("services", {})

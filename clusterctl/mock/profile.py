@@ -37,6 +37,7 @@ from clusterctl.json_input import (
     shown,
     text,
 )
+from clusterctl.transport.base import FailureKind
 
 PROFILE_FILE = "profile.yaml"
 _RULE_KEYS = ("match", "regex", "stdout", "stdout_text", "stderr", "stderr_text", "exit", "delay", "set_state",
@@ -179,8 +180,6 @@ def _read(folder: Path, name: str, where: str) -> str:
 
 
 def _parse_rule(value: Any, field: str, folder: Path, where: str) -> Rule:
-    from clusterctl.transport.base import FailureKind
-
     raw = mapping(value, field, optional=_RULE_KEYS)
     if ("match" in raw) == ("regex" in raw):
         raise BadField(field, "a command rule needs exactly one of 'match' or 'regex'")

@@ -19,7 +19,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from clusterctl.mock.machine import command_lines
+from clusterctl.mock.machine import MockMachine, SimulatedFailure, command_lines
+from clusterctl.mock.profile import load_profile
+from clusterctl.mock.tools import tool_module
 
 #: Exit code for a rule that simulates a transport failure (what ssh itself returns).
 SIMULATED_FAILURE_EXIT = 255
@@ -28,10 +30,6 @@ __all__ = ["SIMULATED_FAILURE_EXIT", "command_lines", "main", "replay"]
 
 
 def replay(profile_dir: str, state_dir: str, host: str, argv: Sequence[str], fallback: str | None = None) -> int:
-    from clusterctl.mock.machine import MockMachine, SimulatedFailure
-    from clusterctl.mock.profile import load_profile
-    from clusterctl.mock.tools import tool_module
-
     machine = MockMachine.open(load_profile(profile_dir), state_dir, host, shell_builtins=False)
     argv = list(argv)
     try:

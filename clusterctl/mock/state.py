@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from clusterctl.mock.turns import waiting
 from clusterctl.writable import replace_file
 
 STATE_VERSION = 1
@@ -88,8 +89,6 @@ class JsonDocument:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 # Held by another thread or process: wait without holding up the other simulated hosts.
-                from clusterctl.mock.turns import waiting
-
                 with waiting():
                     fcntl.flock(lock, fcntl.LOCK_EX)
             try:

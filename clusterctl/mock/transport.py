@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
+from clusterctl.mock.machine import MockMachine, SimulatedFailure
 from clusterctl.mock.power import powered_off
 from clusterctl.mock.profile import Profile, load_profile
 from clusterctl.mock.state import FileTree, ReadOnlyViolation, StateError, read_only
@@ -41,7 +42,6 @@ from clusterctl.wording import seconds
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
-    from clusterctl.mock.machine import MockMachine
 
 
 def state_folder_for(host: Host, profile: Profile) -> Path:
@@ -103,8 +103,6 @@ class MockTransport(Transport):
         """The simulated machine (its state is created on first use)."""
         with simulating(), self._lock:
             if self._machine is None:
-                from clusterctl.mock.machine import MockMachine
-
                 try:
                     self._machine = MockMachine.open(self.profile, self.state_folder, self.host.name)
                 except (StateError, OSError) as exc:
@@ -117,8 +115,6 @@ class MockTransport(Transport):
 
     def execute(self, request: RunRequest) -> CommandResult:
         command, timeout, env, stdin = request.command, request.timeout, request.env, request.stdin
-        from clusterctl.mock.machine import SimulatedFailure
-
         if self._closed:
             raise TransportError(FailureKind.ERROR, "connection closed")
         start = time.monotonic()

@@ -8,6 +8,7 @@ from each plugin's source); this module loads them into :class:`VariableInfo` re
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -206,8 +207,6 @@ def knowledge_base() -> KnowledgeBase:
 
 def pytorch_series(text: str) -> tuple[int, int]:
     """``(2, 4)`` for "2.4", "2.4.1", "2.4.0+cu121", "2.5.0a0"; ValueError otherwise."""
-    import re
-
     found = re.match(r"^\s*(\d+)\.(\d+)", text)
     if found is None:
         raise ValueError(f"not a PyTorch version: {text!r}")

@@ -109,24 +109,13 @@ def write_profile(folder: Path, host_name: str, recorded: Sequence[Recorded], re
 
 
 def inventory_entry(host: Host, redactor: Redactor) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "transport": "mock",
-        "profile": f"profiles/{host.name}",
-        "roles": list(host.roles),
-    }
-    if host.address:
-        entry["address"] = redactor.address(host.address)
-    if host.rack:
-        entry["rack"] = host.rack
-    if host.labels:
-        entry["labels"] = dict(host.labels)
     fabric = {k: v for k, v in {"type": host.fabric.type, "rate_gbps": host.fabric.rate_gbps,
                                  "hcas": list(host.fabric.hcas) or None}.items() if v}
-    if fabric:
-        entry["fabric"] = fabric
-    if host.stack.pinned():
-        entry["stack"] = host.stack.pinned()
-    return entry
+    # What the host has of these, in this order; a setting it lacks is left out.
+    optional = {"address": redactor.address(host.address) if host.address else None, "rack": host.rack,
+                "labels": dict(host.labels), "fabric": fabric, "stack": host.stack.pinned()}
+    return {"transport": "mock", "profile": f"profiles/{host.name}", "roles": list(host.roles),
+            **{k: v for k, v in optional.items() if v}}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
+from clusterctl.facts.topo import parse_topo
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
@@ -98,8 +99,6 @@ def topo_show_report(text: str, *, name: str = "input", tp: int | None = None, p
 
     An unparsable input is the user's to fix: ``UsageError`` (exit 2), naming the line.
     """
-    from clusterctl.facts.topo import parse_topo
-
     try:
         matrix = parse_topo(text)
     except ParseError as exc:

@@ -8,6 +8,7 @@ supported``, exit 1 (curl 7.88 on Debian 12).
 
 from __future__ import annotations
 
+from clusterctl.mock.tools import packages as db
 from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 
 #: Options that take the next word as their value.
@@ -61,8 +62,6 @@ def _site(ctx: ToolContext, served: dict[str, object], url: str, output: str | N
 
 
 def _packages_index(ctx: ToolContext, url: str, output: str | None, write_out: str, flags: set[str]) -> ToolResult:
-    from clusterctl.mock.tools import packages as db
-
     source = next((s for s in db.all_sources(ctx) if s.rstrip("/") in url), None)
     if source is None:
         return _site(ctx, {}, url, output, write_out, flags)

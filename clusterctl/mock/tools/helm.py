@@ -71,9 +71,7 @@ def _upgrade_install(ctx: ToolContext) -> ToolResult:
                          "app_version": version.lstrip("v"), "updated": time.strftime("%Y-%m-%d %H:%M:%S +0000 UTC",
                                                                                     time.gmtime())}
         live.setdefault("objects", {})[f"namespace//{namespace}"] = {"spec": "{}"}
-    from clusterctl.mock.tools.kubeadm import recording
-
-    text = recording("helm-upgrade-install.txt", name=release, namespace=namespace, revision=str(revision),
+    text = ks.recording("helm-upgrade-install.txt", name=release, namespace=namespace, revision=str(revision),
                      when=time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime()))
     if before is not None:
         text = text.replace(f'Release "{release}" does not exist. Installing it now.\n',

@@ -27,6 +27,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import resources
 from typing import Any
 
 from clusterctl.mock.state import HostState
@@ -64,6 +65,14 @@ def edit(ctx: ToolContext) -> Iterator[dict[str, Any]]:
     with ctx.cluster.edit() as data:
         kube = data.setdefault("kubernetes", {})
         yield kube
+
+
+def recording(file_name: str, /, **values: str) -> str:
+    """A recorded answer of kubeadm, kubectl or helm (``recordings/kube/``) with its ``{name}`` places filled."""
+    text = (resources.files("clusterctl.mock.recordings") / "kube" / file_name).read_text()
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
 
 
 def not_found(resource: str, name: str, stdout: str = "") -> ToolResult:

@@ -31,12 +31,12 @@ import re
 import secrets
 import string
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools import kubeadm_certs, kubeadm_reset, kubeadm_upgrade
 from clusterctl.mock.tools.base import ToolContext, ToolResult, option
+from clusterctl.mock.tools.kube_state import recording
 from clusterctl.mock.tools.kubeadm_config import (
     TRACE,
     ConfigError,
@@ -54,13 +54,6 @@ READS_STDIN = True
 CERTS_LIFETIME_S = 2 * 3600
 #: The git commit a version answer names (the real one is the release's).
 REVISION = "0000000000000000000000000000000000000000"
-
-
-def recording(file_name: str, /, **values: str) -> str:
-    text = (resources.files("clusterctl.mock.recordings") / "kube" / file_name).read_text()
-    for key, value in values.items():
-        text = text.replace("{" + key + "}", value)
-    return text
 
 
 def dry_run_files(ctx: ToolContext, command: str, *, control_plane: bool) -> ToolResult:

@@ -7,20 +7,19 @@ Shared by ``kubeadm``, ``kubeadm_reset`` and ``kubeadm_upgrade``; it imports non
 
 from __future__ import annotations
 
-from importlib import resources
+import json
+import time
 from typing import Any
 
 from clusterctl.mock.tools.base import ToolContext, option
+from clusterctl.mock.tools.kube_state import recording
 
 #: kubeadm's config API fields, one schema for the simulator and the tests (recordings/kube/README.md).
 SCHEMA_FILE = "kubeadm-v1beta4.schema.json"
 
 
 def schema() -> dict[str, Any]:
-    import json
-
-    loaded: dict[str, Any] = json.loads((resources.files("clusterctl.mock.recordings") / "kube" / SCHEMA_FILE)
-                                        .read_text())
+    loaded: dict[str, Any] = json.loads(recording(SCHEMA_FILE))
     return loaded
 
 
@@ -173,8 +172,6 @@ def _check_v1beta3(ctx: ToolContext, kind: str, doc: dict[str, Any]) -> None:
 
 def klog(level: str, where: str, message: str) -> str:
     """One klog line (``W1201 20:36:04.244084   12315 version.go:108] ...``), as kubeadm logs to stderr."""
-    import time
-
     now = time.time()
     stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}"
     return f"{level}{stamp}   12315 {where}] {message}\n"

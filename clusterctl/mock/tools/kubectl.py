@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from clusterctl.mock.tools import etcdctl_exec, kubectl_lease
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools import kube_workloads as kw
 from clusterctl.mock.tools import kubectl_nodes as kn
@@ -221,16 +222,10 @@ def run(ctx: ToolContext) -> ToolResult:
     kube = ks.read(ctx)
     if not kube.get("initialized") or not kubeconfig:
         endpoint = "localhost:8080" if not kubeconfig else str(kube.get("endpoint") or "127.0.0.1:6443")
-        from clusterctl.mock.tools.kubeadm import recording
-
-        return ctx.fail(recording("kubectl-refused.txt", endpoint=endpoint))
+        return ctx.fail(ks.recording("kubectl-refused.txt", endpoint=endpoint))
     namespace = options.get("--namespace", "default")
     pods = kube.get("pods") or {}
-    from clusterctl.mock.tools import kubectl_lease
-
     if words[:1] == ["exec"] and len(words) == 2 and namespace == "kube-system":
-        from clusterctl.mock.tools import etcdctl_exec
-
         return etcdctl_exec.run(ctx, words[1], command)
     if words[:3] in (["get", "configmap", "kubeadm-config"], ["get", "cm", "kubeadm-config"]) \
             and namespace == "kube-system" and options.get("--output") == "jsonpath={.data.ClusterConfiguration}":
