@@ -9,18 +9,16 @@ on each host; a host where neither works falls back to the inventory's ``fabric.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from clusterctl.bench.model import HcaInfo
 from clusterctl.errors import UsageError
 from clusterctl.facts.model import RDMADevice, RDMAPort
+from clusterctl.facts.rdma import parse_rdma
 from clusterctl.fanout import Runner
 from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
+from clusterctl.saved_survey import SavedPort, load_saved_survey
 from clusterctl.transport.base import Transport
-
-if TYPE_CHECKING:
-    from clusterctl.saved_survey import SavedPort
 
 
 def _first_active(name: str, ports: Sequence[RDMAPort | SavedPort]) -> HcaInfo | None:
@@ -48,8 +46,6 @@ def _expected_only(host: Host, found: list[HcaInfo]) -> list[HcaInfo]:
 
 def discover_hcas(runner: Runner, hosts: Sequence[Host]) -> tuple[dict[str, list[HcaInfo]], dict[str, str]]:
     """(host -> active HCAs, host -> warning) read with ``ibv_devinfo -v``, else ``ibstat``."""
-    from clusterctl.facts.rdma import parse_rdma
-
     def task(transport: Transport) -> list[HcaInfo]:
         result = transport.run("ibv_devinfo -v", timeout=30)
         if not result.ok:
@@ -79,8 +75,6 @@ def hcas_from_survey(path: str, hosts: Sequence[Host]) -> dict[str, list[HcaInfo
     Read with the survey's own loader, so the report is checked against its schema and a
     host the survey could not read falls back to the inventory's HCAs.
     """
-    from clusterctl.saved_survey import load_saved_survey
-
     saved = load_saved_survey(path)
     out: dict[str, list[HcaInfo]] = {}
     for host in hosts:

@@ -16,6 +16,7 @@ from clusterctl.errors import UsageError
 from clusterctl.fanout import Runner
 from clusterctl.findings import Finding, Severity, fails
 from clusterctl.inventory.model import Host
+from clusterctl.transport.base import FailureKind
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,6 @@ def run_ib_bench(
 def _reachable(runner: Runner, hosts: Sequence[Host]) -> tuple[list[Host], list[Finding]]:
     """The hosts that answer, and a finding per host that does not: an unreachable host is
     unreachable, not a host whose every link is slow."""
-    from clusterctl.transport.base import FailureKind
-
     probe = runner.run_command(hosts, "true", label="bench: reach hosts")
     down = {o.host.name: o.failure for o in probe.failed
             if o.failure is not None and o.failure.kind is not FailureKind.COMMAND_FAILED}
@@ -152,7 +151,5 @@ def record_plan(gate: Gate, planned: Sequence[PlannedTest], opts: IBOptions) -> 
     """Each test's server start and client run, in round order (the round kills each server by its PID)."""
     for t in planned:
         who = f"{t.server.name}/{t.server_hca.name} <-> {t.client.name}/{t.client_hca.name}"
-        gate.record(Change.run(t.server.name, t.server_command, summary=f"round {t.round}: {opts.test} server, {who}",
-                               sudo=False))
-        gate.record(Change.run(t.client.name, t.client_command, summary=f"round {t.round}: {opts.test} client, {who}",
-                               sudo=False))
+        for side, host, line in (("server", t.server, t.server_command), ("client", t.client, t.client_command)):
+            gate.record(Change.run(host.name, line, summary=f"round {t.round}: {opts.test} {side}, {who}", sudo=False))

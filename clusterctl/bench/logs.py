@@ -14,7 +14,9 @@ from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import parse_perftest
 from clusterctl.findings import Finding
+from clusterctl.inputfile import read_text_input
 from clusterctl.inventory.model import Fabric
+from clusterctl.saved_survey import load_saved_survey
 
 _NCCL_MARKERS = re.compile(r"Avg bus bandwidth|\bsize\s+count\s+type\s|\bnThread\s+\d+\s+nGpus|_perf(?:_\w+)?\b")
 
@@ -50,8 +52,6 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, limits:
 def saved_survey_ports(path: str) -> dict[str, list[tuple[str, float]]]:
     """Each host's active ports (NIC name, Gb/s) in the saved survey ``path``, of its fabric NICs where the survey
     marks any, else of every NIC: the links a multi-node nccl-tests log is judged against."""
-    from clusterctl.saved_survey import load_saved_survey
-
     return {name: [(nic.name, port.rate_gbps) for nic in host.nics if nic.fabric or not any(n.fabric for n in host.nics)
                    for port in nic.ports if port.state == "PORT_ACTIVE" and port.rate_gbps]
             for name, host in load_saved_survey(path).hosts.items()}
@@ -60,8 +60,6 @@ def saved_survey_ports(path: str) -> dict[str, list[tuple[str, float]]]:
 def report_files(paths: list[str], **kwargs: Any) -> list[LogReport]:
     """A report per file ('-' is standard input); a file that cannot be read or parsed gets its
     ``error`` and the others are still reported."""
-    from clusterctl.inputfile import read_text_input
-
     reports = []
     for path in paths:
         try:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from html import escape
+from importlib.util import find_spec
 from pathlib import Path
 
 from clusterctl.bench.model import Matrix
 from clusterctl.errors import UsageError
+from clusterctl.writable import writable_file
 
 CELL = 44
 LABEL = 120
@@ -115,10 +117,6 @@ def _plot_suffix(path: str) -> str:
 
 def check_plot_target(path: str) -> None:
     """Before any host is touched: the extension is known, the folder writable, matplotlib there for .png."""
-    from importlib.util import find_spec
-
-    from clusterctl.writable import writable_file
-
     suffix = _plot_suffix(path)
     writable_file(path, "--plot")
     if suffix == ".png" and find_spec("matplotlib") is None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+from clusterctl.json_input import BadField, matching, read_json, shown, versioned
 from clusterctl.utc import file_stamp
 from clusterctl.writable import make_folder, replace_file
 
@@ -104,8 +105,6 @@ SCHEMA = {"type": "object", "properties": {
 
 def load_results(path: str) -> dict[str, Any]:
     """A ``bench`` run's results.json (or its folder), checked for what is read of it."""
-    from clusterctl.json_input import read_json
-
     target = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
     return read_json(str(target), "results", "a results file", _bench_run)
 
@@ -113,8 +112,6 @@ def load_results(path: str) -> dict[str, Any]:
 def _bench_run(data: Any) -> dict[str, Any]:
     """A results file's document: bench ib's (``kind: bench-ib``, its ``links``) or bench nccl's (``nccl``),
     never another report (a saved survey or health report was compared as a run with no figures, exit 0)."""
-    from clusterctl.json_input import BadField, matching, shown, versioned
-
     run = dict(matching(versioned(data, None, READABLE_VERSIONS, unversioned=1), SCHEMA))
     if run.get("kind") not in (None, "bench-ib"):
         raise BadField("kind", f"a {shown(str(run['kind']))} report, not a bench run's: give the folder (or its "

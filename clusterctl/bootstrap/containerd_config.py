@@ -86,16 +86,12 @@ def runtimes_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def cri_tables(version: int) -> dict[str, tuple[str, ...]]:
-    """Where each managed value lives at this config version."""
-    if version == 2:
-        return {"runtimes": ("plugins", V2_CRI, "containerd", "runtimes"),
-                "default_runtime": ("plugins", V2_CRI, "containerd", "default_runtime_name"),
-                "sandbox": ("plugins", V2_CRI, "sandbox_image"),
-                "config_path": ("plugins", V2_CRI, "registry", "config_path")}
-    return {"runtimes": ("plugins", V3_RUNTIME, "containerd", "runtimes"),
-            "default_runtime": ("plugins", V3_RUNTIME, "containerd", "default_runtime_name"),
-            "sandbox": ("plugins", V3_IMAGES, "pinned_images", "sandbox"),
-            "config_path": ("plugins", V3_IMAGES, "registry", "config_path")}
+    """Where each managed value lives at this config version (v2: all in one CRI table)."""
+    runtime, images, sandbox = (V2_CRI, V2_CRI, ("sandbox_image",)) if version == 2 else \
+        (V3_RUNTIME, V3_IMAGES, ("pinned_images", "sandbox"))
+    return {"runtimes": ("plugins", runtime, "containerd", "runtimes"),
+            "default_runtime": ("plugins", runtime, "containerd", "default_runtime_name"),
+            "sandbox": ("plugins", images, *sandbox), "config_path": ("plugins", images, "registry", "config_path")}
 
 
 def effective_config(root: dict[str, Any], dropins: list[dict[str, Any]], containerd_major: int) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from clusterctl.secret import mask_text
 if TYPE_CHECKING:
     from clusterctl.bootstrap.reset_journals import ResetJournals
     from clusterctl.fanout import Runner
-    from clusterctl.findings import Finding
     from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import CommandResult
@@ -67,13 +66,8 @@ def run(
     if not request.options.allow_downgrade and any(p.name == "packages" for p in phases):
         # Refused before any phase changes a host (the kernel's come before the packages'), not halfway; a plan
         # the same, in one paragraph, as the run it shows (not once per host in its phases, findings and FAILED).
-        from clusterctl.bootstrap.phases.packages import read_downgrades
-
         # Its answers are the packages phase's first read, not made again (unless a phase before it changes the host).
-        findings, answered = read_downgrades(runner, hosts, inventory, request.options)
-        refusal = downgrade_refusal(findings, inventory)
-        if refusal is not None:
-            raise refusal
+        answered = _refuse_downgrades(runner, hosts, inventory, request.options)
     place = RunPlace.of(inventory, "bootstrap", request.state_dir)
     resumed_with = None
     journals = None
@@ -196,21 +190,22 @@ def _survey_of_the_run(request: BootstrapRequest, store: ProgressStore) -> tuple
     return replace(request, survey=store.survey), store.survey
 
 
-def downgrade_refusal(findings: Sequence[Finding], inventory: Inventory) -> UsageError | None:
+def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory, options: RunOptions
+                       ) -> dict[str, dict[tuple[str, bool], CommandResult]]:
     """The packages phase refuses to downgrade (``DOWNGRADE_REFUSED``): one paragraph for the whole
     fleet, exit 2, naming what each group of hosts runs, the pins, and the two ways on; asked before the
-    first phase, by a plan as by an applying run."""
-    from clusterctl.bootstrap.phases.packages import packages_at, refused_downgrades
+    first phase, by a plan as by an applying run. Returns what it read, for the run (``RunSettings.answered``)."""
+    from clusterctl.bootstrap.phases.packages import read_downgrades, refused_downgrades
 
+    findings, answered = read_downgrades(runner, hosts, inventory, options)
     refused = refused_downgrades(findings)
     if refused is None:
-        return None
-    runs, pinned, fields = refused
-    pins = packages_at((package, f"{version} ({fields.get(package, '')})") for package, version in pinned.items())
-    return UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
-                      f"inventory pins {pins}. Nothing was changed.", file=inventory.source or None,
-                      hint=f"Pick one: set {next(iter(fields.values()), '') or 'the pin'} to what the hosts run "
-                      "(after 'clusterctl upgrade apply --to X': X), or pass --allow-downgrade to go back to the pin.")
+        return answered
+    runs, pins, fields = refused
+    raise UsageError(f"bootstrap would downgrade what the hosts run, and does not unless asked: {runs}; the "
+                     f"inventory pins {pins}. Nothing was changed.", file=inventory.source or None,
+                     hint=f"Pick one: set {next(iter(fields.values()), '') or 'the pin'} to what the hosts run "
+                     "(after 'clusterctl upgrade apply --to X': X), or pass --allow-downgrade to go back to the pin.")
 
 
 def _mark_used_by_reset(report: RunReport, journals: ResetJournals) -> None:

@@ -7,15 +7,20 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import yaml
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+
+from clusterctl.bench.judge import fleet_limits
 from clusterctl.dashboards import fabric, fleet, repairs, utilisation
 from clusterctl.dashboards.inputs import DashboardInputs, bench_from_results, from_survey
 from clusterctl.dashboards.measured import textfile_text
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.saved_survey import SavedSurvey
+from clusterctl.dashboards.panels import uid
+from clusterctl.inventory.cluster_sections import check_alerts
+from clusterctl.inventory.model import Host, Inventory
+from clusterctl.saved_survey import SavedSurvey
+from clusterctl.writable import write_files
 
 #: File stem -> builder; the order the docs and ``clusterctl dashboards`` list them in.
 BUILDERS = {"fleet-health": fleet.build, "fabric": fabric.build, "repairs": repairs.build,
@@ -34,8 +39,6 @@ class Rendered:
 
 
 def dashboard_json(builder_output: Any) -> dict[str, Any]:
-    from grafana_foundation_sdk.cog.encoder import JSONEncoder
-
     data: dict[str, Any] = json.loads(json.dumps(builder_output.build(), cls=JSONEncoder))
     return data
 
@@ -49,9 +52,6 @@ def render_dashboards(inventory: Inventory, survey: SavedSurvey, bench_results: 
                       hosts: Sequence[Host] | None, namespace: str, folder: str) -> tuple[DashboardInputs, Rendered]:
     """``clusterctl dashboards`` as one call: the cluster's facts in, rendered dashboards out. ``hosts``: the
     -l selection (None: the whole inventory, and every host the survey has)."""
-    from clusterctl.bench.judge import fleet_limits
-    from clusterctl.inventory.cluster_sections import check_alerts
-
     alerts = check_alerts(inventory.bootstrap.alerts, "bootstrap.alerts")
     links, nccl = bench_from_results(bench_results)
     surveyed = from_survey(survey, limit_to=None if hosts is None else [h.name for h in hosts])
@@ -61,10 +61,6 @@ def render_dashboards(inventory: Inventory, survey: SavedSurvey, bench_results: 
 
 
 def configmaps_yaml(boards: Mapping[str, dict[str, Any]], cluster: str, namespace: str, folder: str) -> str:
-    import yaml
-
-    from clusterctl.dashboards.panels import uid
-
     docs = [{
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -82,8 +78,6 @@ def configmaps_yaml(boards: Mapping[str, dict[str, Any]], cluster: str, namespac
 
 def write(rendered: Rendered, out: Path) -> list[Path]:
     """Write every file under ``out``; each one replaced whole (a temporary file renamed over it)."""
-    from clusterctl.writable import write_files
-
     files = {f"{stem}.json": json.dumps(board, indent=1, sort_keys=True) + "\n"
              for stem, board in rendered.dashboards.items()}
     files["dashboards-configmaps.yaml"] = rendered.configmaps

@@ -46,7 +46,6 @@ from clusterctl.bootstrap.phases.packages import (
     APT_LOCK,
     UPDATE,
     Packages,
-    packages_at,
     read_downgrades,
     refused_downgrades,
 )
@@ -524,11 +523,10 @@ def _refuse_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Invento
     (``Packages.downgrade_finding``, the pins at the target). A node that does not answer is the engine's
     to report, as every other failure. Returns what it read, for the run (``RunSettings.answered``)."""
     findings, answered = read_downgrades(runner, hosts, inventory, what="upgrade")
-    refused = refused_downgrades(findings)
+    refused = refused_downgrades(findings, dict.fromkeys(PACKAGE_NAMES, "--to"))
     if refused is None:
         return answered
-    runs, pinned, fields = refused
-    pins = packages_at((p, f"{v} ({'--to' if p in PACKAGE_NAMES else fields.get(p, '')})") for p, v in pinned.items())
+    runs, pins, _ = refused
     raise UsageError(f"upgrade to {target.text} would downgrade what the nodes run, and does not: {runs}; the "
                      f"upgrade installs {pins}. Nothing was changed.", hint=downgrade_ways(findings))
 

@@ -88,22 +88,23 @@ class Batch:
         return batch_command(self.commands, self.token)
 
 
+def batches(reads: Sequence[tuple[str, bool]]) -> list[Batch]:
+    """The batches that read every command of ``reads``: one per sudo setting."""
+    wanted: dict[bool, list[str]] = {}
+    for command, sudo in reads:
+        if command not in wanted.setdefault(sudo, []):
+            wanted[sudo].append(command)
+    # One command alone is read by its phase: nothing to save.
+    return [Batch(tuple(commands), sudo, secrets.token_hex(8)) for sudo, commands in wanted.items()
+            if len(commands) > 1]
+
+
 class ReadAhead:
     """One host's answers read ahead: each given once (a plan hands them on), all forgotten after a change."""
 
     def __init__(self, answered: Mapping[tuple[str, bool], CommandResult] | None = None) -> None:
         self._answers: dict[tuple[str, bool], CommandResult] = dict(answered or {})
         self._lock = threading.Lock()
-
-    def batches(self, reads: Sequence[tuple[str, bool]]) -> list[Batch]:
-        """The batches that read every command of ``reads``: one per sudo setting."""
-        wanted: dict[bool, list[str]] = {}
-        for command, sudo in reads:
-            if command not in wanted.setdefault(sudo, []):
-                wanted[sudo].append(command)
-        # One command alone is read by its phase: nothing to save.
-        return [Batch(tuple(commands), sudo, secrets.token_hex(8)) for sudo, commands in wanted.items()
-                if len(commands) > 1]
 
     def accept(self, batch: Batch, result: CommandResult | None) -> int:
         """Keep the answers of a batch that ran whole (``result``); returns how many were kept.
@@ -121,11 +122,9 @@ class ReadAhead:
                     kept += 1
         return kept
 
-    def fill(self, transport: Transport, reads: Sequence[tuple[str, bool]], *, skip: Batch | None = None) -> int:
-        """Read every command of ``reads`` in one round trip per sudo setting (but ``skip``,
-        already read with the lock); returns how many answers were kept."""
-        return sum(self.accept(batch, transport.run(batch.line, sudo=batch.sudo))
-                   for batch in self.batches(reads) if skip is None or batch.sudo != skip.sudo)
+    def fill(self, transport: Transport, batches: Sequence[Batch]) -> int:
+        """Read each of ``batches`` (``batches(reads)``) in one round trip; returns how many answers were kept."""
+        return sum(self.accept(batch, transport.run(batch.line, sudo=batch.sudo)) for batch in batches)
 
     def hand_on(self, answers: Mapping[tuple[str, bool], CommandResult]) -> None:
         """What a phase of a plan read: a plan changes no host, so the next phase that runs the same command

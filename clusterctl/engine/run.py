@@ -36,7 +36,7 @@ from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate,
 from clusterctl.engine import lock as host_lock
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import DONE, INTERRUPTED
-from clusterctl.engine.read_ahead import ReadAhead
+from clusterctl.engine.read_ahead import Batch, ReadAhead, batches
 from clusterctl.errors import Interrupted
 from clusterctl.findings import Finding, Severity, fails, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
@@ -637,8 +637,8 @@ def _record_unchanged(run: _Run) -> None:
     store.save()
 
 
-#: (command, sudo) pairs each host's phases read first, for the hosts that read ahead.
-Reads = dict[str, tuple[list[tuple[str, bool]], ReadAhead]]
+#: The batches of what each host's phases read first, for the hosts that read ahead, and its answers.
+Reads = dict[str, tuple[list[Batch], ReadAhead]]
 
 
 def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
@@ -653,7 +653,7 @@ def _reads_ahead(run: _Run, hosts: Sequence[Host]) -> Reads:
             reads = [read for phase in run.phases if not (phase.serial or phase.once_per_cluster)
                      and phase.applies_to(ctx) for read in phase.reads(ctx) if read not in answered]
         if len(reads) > 1 or answered or not run.settings.apply:  # a plan's phases hand their answers on
-            out[host.name] = (reads, ReadAhead(answered))
+            out[host.name] = (batches(reads), ReadAhead(answered))
     return out
 
 
@@ -661,13 +661,13 @@ def _fill_ahead(runner: Runner, hosts: Sequence[Host], ahead: Reads) -> None:
     """The read-ahead on its own (a plan takes no lock): one round trip per host that has a batch to read
     (a host that only has answers read before the run is not connected to for nothing)."""
     def read(transport: Transport) -> int:
-        reads, answers = ahead[transport.host.name]
+        to_read, answers = ahead[transport.host.name]
         try:
-            return answers.fill(transport, reads)
+            return answers.fill(transport, to_read)
         except TransportError:
             return 0  # the phases read one by one and report what is wrong
 
-    reading = [h for h in hosts if h.name in ahead and ahead[h.name][1].batches(ahead[h.name][0])]
+    reading = [h for h in hosts if h.name in ahead and ahead[h.name][0]]
     if reading:
         runner.run_task(reading, read, label="read")
 
@@ -695,8 +695,8 @@ def _lock_hosts(run: _Run, hosts: Sequence[Host]) -> list[Host]:
         # the same round trip (the lock is taken with sudo, so the sudo batch goes with it). A
         # failed read-ahead costs nothing but itself: the phases then read the host one by one
         # and say what is wrong.
-        reads, answers = run.ahead.get(transport.host.name) or ([], None)
-        with_lock = next((b for b in answers.batches(reads) if b.sudo), None) if answers is not None else None
+        to_read, answers = run.ahead.get(transport.host.name) or ([], None)
+        with_lock = next((b for b in to_read if b.sudo), None)
         note, result, made_folder = host_lock.acquire_then(
             transport, run.lock_info, with_lock.line if with_lock else None, path=run.settings.lock_path,
             force=run.settings.force_unlock)
@@ -707,7 +707,7 @@ def _lock_hosts(run: _Run, hosts: Sequence[Host]) -> list[Host]:
         try:
             if with_lock is not None:
                 answers.accept(with_lock, result)
-            answers.fill(transport, reads, skip=with_lock if result is not None else None)
+            answers.fill(transport, [b for b in to_read if result is None or b is not with_lock])
         except TransportError:
             answers.forget()
         return note

@@ -88,11 +88,10 @@ def parse_check_expiration(text: str) -> CertExpiration:
     is_ca_table = False
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
-        if stripped.startswith("CERTIFICATE AUTHORITY") and "EXPIRES" in stripped:
-            offsets, table, is_ca_table = _offsets(line, CA_COLUMNS, number), authorities, True
-            continue
         if stripped.startswith("CERTIFICATE") and "EXPIRES" in stripped:
-            offsets, table, is_ca_table = _offsets(line, CERT_COLUMNS, number), certificates, False
+            is_ca_table = stripped.startswith("CERTIFICATE AUTHORITY")
+            offsets = _offsets(line, CA_COLUMNS if is_ca_table else CERT_COLUMNS, number)
+            table = authorities if is_ca_table else certificates
             continue
         if not stripped or table is None:
             continue  # kubeadm's "[check-expiration] ..." lines and blank lines between tables

@@ -7,14 +7,12 @@ parse stops at the first non-digit) and "abc" is 0. Messages say what NCCL will 
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from clusterctl.nccl.knowledge import VariableInfo
 from clusterctl.nccl.versions import NcclVersion
-
-if TYPE_CHECKING:
-    from clusterctl.nccl.knowledge import VariableInfo
 
 
 @dataclass(frozen=True)
@@ -228,8 +226,6 @@ def _check_cidr(info: VariableInfo, value: str, version: NcclVersion | None) -> 
     NCCL splits at the first '/', reads the address with inet_pton and the mask with strtol, so
     in "10.0.0.0/8,192.168.0.0/16" the mask is 8 and everything after the comma is dropped.
     """
-    import ipaddress
-
     name = info.name
     text = value.strip()
     if not text:

@@ -8,9 +8,13 @@ from each plugin's source); this module loads them into :class:`VariableInfo` re
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from typing import Any
+
+import yaml
 
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
@@ -179,10 +183,6 @@ class KnowledgeBase:
 @lru_cache(maxsize=1)
 def knowledge_base() -> KnowledgeBase:
     """The knowledge base shipped with clusterctl (loaded once)."""
-    from importlib import resources
-
-    import yaml
-
     data = resources.files("clusterctl.nccl").joinpath("data")
     entries = yaml.safe_load(data.joinpath("nccl_vars.yaml").read_text(encoding="utf-8"))
     variables = {e["name"]: variable_from_entry(e) for e in entries}
@@ -206,8 +206,6 @@ def knowledge_base() -> KnowledgeBase:
 
 def pytorch_series(text: str) -> tuple[int, int]:
     """``(2, 4)`` for "2.4", "2.4.1", "2.4.0+cu121", "2.5.0a0"; ValueError otherwise."""
-    import re
-
     found = re.match(r"^\s*(\d+)\.(\d+)", text)
     if found is None:
         raise ValueError(f"not a PyTorch version: {text!r}")

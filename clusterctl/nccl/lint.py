@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -234,8 +235,6 @@ def _unknown(s: Setting, kb: KnowledgeBase, info: VariableInfo | None, version: 
 
 
 def _likeness(a: str, b: str) -> float:
-    import difflib
-
     return difflib.SequenceMatcher(None, a, b).ratio()
 
 

@@ -12,19 +12,19 @@ physical line it is written on, also inside continued lines.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import yaml
+from yaml import Node, ScalarNode
 
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.json_input import read_yaml
-
-if TYPE_CHECKING:
-    from yaml import Node, ScalarNode
 
 FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s", "dockerfile")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -483,8 +483,6 @@ _HEREDOC_RE = re.compile(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
 
 def read_dockerfile_text(text: str, label: str) -> list[Setting]:
     """``ENV A=1 B=2``, ``ENV A 1``, ``ARG A=1``, and the shell in ``RUN`` (heredocs too), ``CMD``/``ENTRYPOINT``."""
-    import json
-
     settings: list[Setting] = []
     physical = text.splitlines()
     # Docker drops comment and empty lines inside a continued instruction: a lone backslash in
@@ -575,8 +573,6 @@ def read_k8s_text(text: str, label: str) -> list[Setting]:
 def _values_setting(key: ScalarNode, value: Node, label: str) -> Setting | None:
     """``NCCL_DEBUG: INFO`` in a mapping (Helm values, a chart's ``env:`` map): a setting of the chart's
     values; ``NCCL_X: null`` removes the chart's default for it."""
-    import yaml
-
     if not _NAME_RE.match(str(key.value)):
         return None
     line = int(key.start_mark.line) + 1
@@ -602,23 +598,17 @@ def _container_scope(item: Node) -> str:
 
 
 def _scalar_of(node: Node, key: str) -> str | None:
-    import yaml
-
     child = _child(node, key)
     return str(child.value) if isinstance(child, yaml.ScalarNode) else None
 
 
 def _child(node: Node, key: str) -> Node | None:
-    import yaml
-
     if not isinstance(node, yaml.MappingNode):
         return None
     return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
 
 
 def _configmap_settings(doc: Node, label: str) -> list[Setting]:
-    import yaml
-
     data = _child(doc, "data")
     found: list[Setting] = []
     if not isinstance(data, yaml.MappingNode):
@@ -652,8 +642,6 @@ _CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContaine
 
 def _walk_env_lists(node: Node, label: str, out: list[Setting], scope: str = "", *,
                     skip: set[int] | None = None) -> None:
-    import yaml
-
     if skip and id(node) in skip:
         return
     if isinstance(node, yaml.MappingNode):

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clusterctl.findings import Severity
+from clusterctl.findings import Severity, count_by_severity
 from clusterctl.survey.advice import FIT_NONE, LayoutAdvice
 from clusterctl.survey.checks.codes import NIC_LOSS_CODES, NVLINK_LOSS_CODES
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import SHAPE_WORDS, Shape, compress_indices
+from clusterctl.terminal_layout import Column, print_table, print_title, print_wrapped
+from clusterctl.terminal_text import markup_safe
 from clusterctl.wording import plural
 
 if TYPE_CHECKING:
@@ -55,8 +57,6 @@ _SHOWN_ORDER: tuple[str, ...] = ("host", "rack", "GPUs", "model", "shape", "NVLi
 
 def render_fleet_table(console: Console, report: SurveyReport) -> None:
     from rich.text import Text
-
-    from clusterctl.terminal_layout import Column, print_table
 
     # Cells never wrap; on a narrow console the last of FLEET_COLUMNS are left out first, never its first three.
     rank = {c: (i if i >= 3 else 0) for i, c in enumerate(FLEET_COLUMNS)}
@@ -105,7 +105,8 @@ def _version_cell(stack: object, attribute: str, drift: set[object]) -> str:
 
 
 def _findings_cell(host: HostReport) -> str:
-    errors, warnings, infos = (host.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO))
+    counts = count_by_severity(host.findings)
+    errors, warnings, infos = counts["error"], counts["warning"], counts["info"]
     parts = []
     if errors:
         parts.append(f"[bold red]{plural(errors, 'error')}[/]")
@@ -125,8 +126,6 @@ def render_matrix(console: Console, host: HostReport) -> None:
     """
     from rich.markup import escape
     from rich.table import Table
-
-    from clusterctl.terminal_layout import print_title
 
     topology = host.state.topology
     if topology is None:
@@ -172,8 +171,6 @@ def _line(console: Console, markup: str, indent: int) -> None:
     """One line of markup wrapped at the terminal's width with a hanging indent (styles kept)."""
     from rich.text import Text
 
-    from clusterctl.terminal_layout import print_wrapped
-
     print_wrapped(console, Text.from_markup(markup), indent)
 
 
@@ -218,8 +215,6 @@ def render_host_summary(console: Console, host: HostReport) -> None:
 def render_advice(console: Console, advice: LayoutAdvice) -> None:
     from rich.text import Text
 
-    from clusterctl.terminal_layout import Column, print_table, print_wrapped
-
     console.print(f"[bold]Layout advice[/] for TP={advice.tp} PP={advice.pp} (DP={advice.dp}, "
                   f"world size {advice.world_size}):")
     for line in advice.explanation:
@@ -245,8 +240,6 @@ def render_parse_warnings(console: Console, host: HostReport, source: str) -> No
     """What the parsers could not read of this host's facts, with the input's line numbers (each wrapped
     under its dash at the terminal's width, as text: it may quote the input)."""
     from rich.markup import escape
-
-    from clusterctl.terminal_text import markup_safe
 
     facts = host.state.facts
     found = facts.warnings if facts else {}

@@ -208,14 +208,14 @@ def test_the_lock_folder_goes_with_the_lock_of_the_run_that_made_it(tmp_path: Pa
 
 
 def test_a_read_that_failed_in_the_batch_is_asked_again_by_its_phase() -> None:
-    from clusterctl.engine.read_ahead import ReadAhead
+    from clusterctl.engine.read_ahead import ReadAhead, batches
     from clusterctl.transport.local import LocalTransport
 
     answers = ReadAhead()
     host = LocalTransport(Host(name="here", transport="local"))
     failing = "ls /nonexistent-clusterctl-read"
     reads = [("echo fine", False), (failing, False), ("echo also fine", False)]
-    assert answers.fill(host, reads) == 2
+    assert answers.fill(host, batches(reads)) == 2
     fine = answers.take("echo fine", False)
     assert fine is not None and (fine.stdout, fine.exit_code) == ("fine\n", 0)
     assert answers.take(failing, False) is None  # run by the phase itself, which then sees why
@@ -223,7 +223,8 @@ def test_a_read_that_failed_in_the_batch_is_asked_again_by_its_phase() -> None:
     assert answers.take("echo also fine", False) is not None
     # A read that would end the shell (or span lines) runs in a shell of its own: the batch stays whole.
     whole = ReadAhead()
-    assert whole.fill(host, [("echo a", False), ("exit 3", False), ("echo b\necho c", False), ("echo d", False)]) == 3
+    assert whole.fill(host, batches([("echo a", False), ("exit 3", False), ("echo b\necho c", False),
+                                      ("echo d", False)])) == 3
     assert [(r.stdout, r.exit_code) for r in (whole.take("echo a", False), whole.take("echo b\necho c", False),
                                                whole.take("echo d", False)) if r is not None] == [
         ("a\n", 0), ("b\nc\n", 0), ("d\n", 0)]

@@ -13,7 +13,7 @@ against containerd's published support table before anything is installed.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,7 +51,7 @@ APT_LOCK = f"-o DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"
 #: user asked for the downgrade (``bootstrap --allow-downgrade``, ``DOWNGRADE``).
 INSTALL = f"apt-get install -y {APT_LOCK} --allow-change-held-packages -o Dpkg::Options::=--force-confold"
 DOWNGRADE = "--allow-downgrades"
-#: The finding that refuses a downgrade; ``bootstrap.run.downgrade_refusal`` turns it into exit 2.
+#: The finding that refuses a downgrade; ``bootstrap.run._refuse_downgrades`` turns it into exit 2.
 DOWNGRADE_REFUSED = "DOWNGRADE_REFUSED"
 #: Where the inventory pins each package, for the message that asks to move the pin.
 PIN_FIELDS = {"kubelet": "stack.kubernetes", "kubeadm": "stack.kubernetes", "kubectl": "stack.kubernetes",
@@ -94,10 +94,12 @@ def read_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory,
     return [f for f, _ in read.values() if f is not None], {host: answers for host, (_, answers) in read.items()}
 
 
-def refused_downgrades(findings: Iterable[Finding]) -> tuple[str, dict[str, str], dict[str, str]] | None:
+def refused_downgrades(findings: Iterable[Finding], named: Mapping[str, str] | None = None
+                       ) -> tuple[str, str, dict[str, str]] | None:
     """What ``DOWNGRADE_REFUSED`` findings say together, for one paragraph: the hosts grouped by what they
-    run (``gpu-a[1-3] run kubelet, kubeadm, kubectl 1.36.3-1.1``), each package's pin and the field that
-    pins it; ``None``: no downgrade was refused."""
+    run (``gpu-a[1-3] run kubelet, kubeadm, kubectl 1.36.3-1.1``), the pins with what pins each (the field,
+    or what ``named`` says the command calls it: upgrade's ``--to``), and each package's field; ``None``: no
+    downgrade was refused."""
     from clusterctl.hostlist import compress
 
     groups: dict[str, list[str]] = {}
@@ -111,8 +113,9 @@ def refused_downgrades(findings: Iterable[Finding]) -> tuple[str, dict[str, str]
         fields.update(finding.evidence.get("fields", {}))
     if not groups:
         return None
+    pins = packages_at((p, f"{v} ({(named or {}).get(p, fields.get(p, ''))})") for p, v in pinned.items())
     return "; ".join(f"{compress(hosts)} run{'s' if len(hosts) == 1 else ''} {running}"
-                     for running, hosts in groups.items()), pinned, fields
+                     for running, hosts in groups.items()), pins, fields
 
 
 def _key_bytes(repo: AptRepo) -> bytes | None:

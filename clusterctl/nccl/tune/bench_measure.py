@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
+from clusterctl.bench.nccl_tests import NcclRun, run_nccl_test
 from clusterctl.errors import ClusterctlError
+from clusterctl.fanout import Runner
+from clusterctl.inventory.model import Host, Inventory
 from clusterctl.nccl.tune.sweep_result import Measure, MeasuredRun
 
-if TYPE_CHECKING:
-    from clusterctl.bench.nccl_tests import NcclRun
-    from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host, Inventory
 
 def bench_measure(
     runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, base_env: Mapping[str, str] | None = None,
@@ -22,8 +20,6 @@ def bench_measure(
     Several hosts run one job across all of them (``mpirun`` from the first): that is what a
     training job sees. One host runs alone.
     """
-    from clusterctl.bench.nccl_tests import run_nccl_test
-
     def measure(env: Mapping[str, str]) -> MeasuredRun:
         full = {**(base_env or {}), **env}
         run = run_nccl_test(runner, hosts, op=op, env=full, multi_node=len(hosts) > 1, inventory=inventory,

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from clusterctl.nccl.knowledge import knowledge_base
+from clusterctl.nccl.lint import lint_settings
+from clusterctl.nccl.sources import Setting
 from clusterctl.nccl.versions import NcclVersion
 
 #: The example tuner plugin's CSV format (plugins/tuner/example) dates from 2.28: not the catalogue's
@@ -79,9 +81,6 @@ def candidate_space(
 
 def lint_validator() -> Validator:
     """Validity from the lint knowledge base: a value lint warns about, or NCCL's default, is not swept."""
-    from clusterctl.nccl.lint import lint_settings
-    from clusterctl.nccl.sources import Setting
-
     def validate(name: str, value: str, version: NcclVersion | None) -> bool:
         findings = lint_settings([Setting(name, value, "<sweep>", 1)], nccl_version=version)
         return not any(f.severity in ("error", "warning") or f.code == "DEFAULT_VALUE" for f in findings)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.facts.rdma import runs_slow
+from clusterctl.hostlist import compress
 from clusterctl.inventory.model import Fabric
 from clusterctl.nccl.knowledge import knowledge_base
 from clusterctl.nccl.lint import MAX_SOCKETS_PER_PEER
@@ -520,8 +521,6 @@ def derive_settings(hosts: Sequence[TuneHost], *, nccl_version: str | None = Non
 
 def _grouped(per_host: dict[str, list[str]]) -> list[str]:
     """Each message once: bare when every host said it, else led by the hosts that did."""
-    from clusterctl.hostlist import compress
-
     said: dict[str, list[str]] = {}
     for host, messages in per_host.items():
         for message in messages:

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
 from clusterctl.facts.netdev import merge_ipv4
 from clusterctl.facts.rdma import card_of
+from clusterctl.inventory.model import Host
+from clusterctl.saved_survey import load_saved_survey
 from clusterctl.survey.checks.host import CardPort
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host
-    from clusterctl.survey.collect import HostFacts
+from clusterctl.survey.collect import HostFacts
+from clusterctl.survey.topology import Shape, build_topology
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,6 @@ def nics_from_facts(
     netdevs: Sequence[NetDevice] | None,
 ) -> tuple[NicFacts, ...]:
     """Join ``ibv_devinfo`` ports with the topology matrix and ``ibdev2netdev``."""
-    from clusterctl.survey.topology import build_topology
-
     topology = build_topology(matrix) if matrix is not None else None
     netdev_of = {(d.hca, d.port): d.name for d in netdevs or () if d.hca}
     out: list[NicFacts] = []
@@ -160,8 +158,6 @@ def _declared_fabric(host: Host | None) -> dict[str, Any]:
 def _is_nvswitch(matrix: TopoMatrix | None) -> bool:
     if matrix is None:
         return False
-    from clusterctl.survey.topology import Shape, build_topology
-
     return build_topology(matrix).shape == Shape.NVSWITCH
 
 
@@ -229,8 +225,6 @@ def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = Non
 
 def from_saved_survey(path: str, inventory_hosts: Sequence[Host] = ()) -> tuple[list[TuneHost], list[str]]:
     """Reachable hosts of a saved survey (limited to ``inventory_hosts`` when given), and what was skipped."""
-    from clusterctl.saved_survey import load_saved_survey
-
     saved = load_saved_survey(path)
     wanted = {h.name: h for h in inventory_hosts}
     hosts: list[TuneHost] = []

@@ -12,18 +12,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, GateRecord
 from clusterctl.engine.phase import Phase, PhaseContext
+from clusterctl.engine.progress import RunPlace
+from clusterctl.engine.run import RunReport, RunSettings, run_phases
+from clusterctl.fanout import FleetResult, HostOutcome, Runner
+from clusterctl.fanout.outcomes import Failure
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import Host, Inventory
+from clusterctl.nccl.tune.managed_block import SiteConflict, merge_managed_block
 from clusterctl.nccl.tune.render import CONF_PATH
-
-if TYPE_CHECKING:
-    from clusterctl.engine.run import RunReport
-    from clusterctl.fanout import FleetResult, Runner
-    from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.nccl.tune.managed_block import SiteConflict
+from clusterctl.transport.base import FailureKind
 
 #: The undo journal's command, and what ``clusterctl undo`` says it reverts.
 PUSH_COMMAND = "tune-nccl --push"
@@ -52,8 +52,6 @@ class PushNcclConf(Phase[Change, PhaseContext]):
 
     def check(self, ctx: PhaseContext) -> Change:
         """The file's content as it should be, from what is there now (``managed_block``)."""
-        from clusterctl.nccl.tune.managed_block import merge_managed_block
-
         options: PushOptions = ctx.options
         current = ctx.reader.get(CONF_PATH, sudo=True)
         old = current.decode("utf-8", errors="replace") if current is not None else None
@@ -68,8 +66,6 @@ class PushNcclConf(Phase[Change, PhaseContext]):
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         options: PushOptions = ctx.options
-        from clusterctl.nccl.tune.managed_block import merge_managed_block
-
         now = ctx.reader.get(CONF_PATH, sudo=True)
         text = now.decode("utf-8", errors="replace") if now is not None else None
         if text is not None and text == merge_managed_block(text, options.content_for(ctx.host.name))[0]:
@@ -95,9 +91,6 @@ def push_conf(
     """Write ``content_for(host name)`` into clusterctl's block of /etc/nccl.conf on each host, on the engine:
     recorded (``apply=False``: nothing touched, no lock, no journal) or applied under the host lock with
     the undo journal written ahead of each write. Site lines the block overrides go to ``site_conflicts``."""
-    from clusterctl.engine.progress import RunPlace
-    from clusterctl.engine.run import RunSettings, run_phases
-
     options = PushOptions(content_for, {} if site_conflicts is None else site_conflicts)
     journal = RunPlace.of(inventory, "tune-nccl", state_dir).journal(PUSH_COMMAND) if apply else None
     settings = RunSettings(apply=apply, options=options, journal=journal, force_unlock=force_unlock,
@@ -108,10 +101,6 @@ def push_conf(
 def pushed_records(report: RunReport, hosts: Sequence[Host]) -> FleetResult[GateRecord]:
     """Per host what the push did (or would do) with its file, or why the host failed: the shape the
     CLI prints for every gate (``cli/changes_view.py``)."""
-    from clusterctl.fanout import FleetResult, HostOutcome
-    from clusterctl.fanout.outcomes import Failure
-    from clusterctl.transport.base import FailureKind
-
     by_host = {r.host: r for r in report.results if r.phase == PushNcclConf.name}
     outcomes: list[HostOutcome[GateRecord]] = []
     for host in hosts:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clusterctl.errors import UsageError
 from clusterctl.nccl.tune.derive import TunedSetting, Tuning, sort_settings
+from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, TUNER_MAX_BYTES, SweepResult
 from clusterctl.templating import environment
-
-if TYPE_CHECKING:
-    from clusterctl.nccl.tune.sweep_result import SweepResult
 
 FORMATS: tuple[str, ...] = ("conf", "env", "k8s", "slurm", "tuner", "all")
 CONF_PATH = "/etc/nccl.conf"
@@ -30,8 +28,6 @@ def tuner_rows(sweep: SweepResult | None) -> list[tuple[str, int, int, str, str]
     confirmed, as the tuner CSV lists them (plugins/tuner/example/README.md)."""
     if sweep is None:
         return []
-    from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, TUNER_MAX_BYTES
-
     bounds = {name: (low, TUNER_MAX_BYTES if high is None else high) for name, low, high in SIZE_RANGES}
     order = {name: i for i, (name, _, _) in enumerate(SIZE_RANGES)}
     rows = sorted(sweep.tuner_rows, key=lambda r: (r[0], order.get(r[1], 9)))

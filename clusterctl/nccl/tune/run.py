@@ -9,19 +9,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from clusterctl.changes import GateRecord
 from clusterctl.errors import UsageError
-
-if TYPE_CHECKING:
-    from clusterctl.fanout import FleetResult, Runner
-    from clusterctl.findings import Finding
-    from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.nccl.tune.derive import Tuning
-    from clusterctl.nccl.tune.inputs import TuneHost
-    from clusterctl.nccl.tune.managed_block import SiteConflict
-    from clusterctl.nccl.tune.sweep_result import SweepResult
+from clusterctl.fanout import FleetResult, Runner
+from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import FABRIC_TYPES, Host, Inventory
+from clusterctl.nccl.lint import lint_settings
+from clusterctl.nccl.sources import read_settings
+from clusterctl.nccl.tune.derive import Tuning, derive_settings
+from clusterctl.nccl.tune.inputs import TuneHost, from_host_facts, from_saved_survey
+from clusterctl.nccl.tune.managed_block import SiteConflict
+from clusterctl.nccl.tune.render import render_files
+from clusterctl.nccl.tune.sweep_result import SweepResult
+from clusterctl.survey.collect import collect_fleet
+from clusterctl.writable import write_files
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,6 @@ class TuneOutcome:
 
 
 def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest, *, inventory: Inventory) -> TuneOutcome:
-    from clusterctl.nccl.tune.derive import derive_settings
-    from clusterctl.nccl.tune.render import render_files
-    from clusterctl.writable import write_files
-
     tune_hosts, skipped = tune_inputs(runner, hosts, request.survey)
     if not tune_hosts:
         raise UsageError("no reachable host to tune")
@@ -115,12 +113,7 @@ def tune_nccl(runner: Runner, hosts: Sequence[Host], request: TuneRequest, *, in
 def tune_inputs(runner: Runner, hosts: Sequence[Host], survey: str | None) -> tuple[list[TuneHost], list[str]]:
     """Tuning input per host: from a saved survey when given, else surveyed now on ``runner``."""
     if survey:
-        from clusterctl.nccl.tune.inputs import from_saved_survey
-
         return from_saved_survey(survey, hosts)
-    from clusterctl.nccl.tune.inputs import from_host_facts
-    from clusterctl.survey.collect import collect_fleet
-
     fleet = collect_fleet(runner, hosts)  # the survey's facts, the IPv4 addresses among them
     out = [from_host_facts(o.host, o.value) for o in fleet.outcomes if o.ok and o.value is not None]
     skipped = [f"{o.host.name}: {o.failure.describe()}" for o in fleet.outcomes if o.failure is not None]
@@ -145,11 +138,6 @@ def run_tuning_sweep(runner: Runner, inventory: Inventory, hosts: list[Host], tu
 
 def lint_rendered(files: dict[str, str], tuning: Tuning) -> list[Finding]:
     """Lint every rendered settings file; anything at warning level or above is reported."""
-    from clusterctl.findings import Severity
-    from clusterctl.inventory.model import FABRIC_TYPES
-    from clusterctl.nccl.lint import lint_settings
-    from clusterctl.nccl.sources import read_settings
-
     fabric = tuning.fabric if tuning.fabric in FABRIC_TYPES else None
     problems: list[Finding] = []
     for name, text in files.items():

@@ -10,6 +10,7 @@ wrong is a usage error naming the file and the field (``ranges[2].best_gbps``), 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING
@@ -18,12 +19,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from clusterctl.errors import UsageError
-from clusterctl.json_input import BadField, flag, join, mapping, maybe, number, text
+from clusterctl.json_input import BadField, flag, join, mapping, maybe, number, read_json, text
 from clusterctl.json_input import count as _whole
 from clusterctl.json_input import items as _all
 from clusterctl.nccl.tune.derive import TunedSetting
 from clusterctl.nccl.tune.sweep import COLLECTIVES, TUNER_ALGOS
 from clusterctl.nccl.tune.sweep_result import SIZE_RANGES, RangeOutcome, SweepResult, UnreadRow
+from clusterctl.writable import replace_file
 
 SWEEP_FILE = "sweep.json"
 _REMEDY = "--bench wants the --out folder of a --sweep; run the sweep again if the file was changed."
@@ -42,10 +44,6 @@ _collective = partial(text, choices=tuple(COLLECTIVES.values()))
 
 
 def save_sweep(result: SweepResult, out_dir: str) -> Path:
-    import json
-
-    from clusterctl.writable import replace_file
-
     path = Path(out_dir) / SWEEP_FILE
     # Whole or not at all: a later ``tune-nccl --bench DIR`` reads it back.
     replace_file(path, json.dumps(dataclasses.asdict(result), indent=2) + "\n")
@@ -58,8 +56,6 @@ def load_sweep(folder: str) -> SweepResult:
     Raises ``UsageError`` (exit 2) naming the file, and the field where one is wrong, for a missing,
     oversized, binary, non-JSON or wrongly shaped file.
     """
-    from clusterctl.json_input import read_json
-
     path = Path(folder) / SWEEP_FILE
     if Path(folder).is_dir() and not path.exists():
         raise UsageError("no saved sweep in this folder.", file=str(path), hint=_REMEDY)
