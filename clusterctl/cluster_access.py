@@ -94,7 +94,8 @@ def command_failed(result: CommandResult) -> TransportError:
     tool = result.command.split()[0] if result.command.split() else "the command"
     said = [line for line in result.stderr.strip().splitlines() if line.strip() != KUBEADM_TRACE]
     tail = _PREFIX.sub("", said[-1].strip() if said else "") or f"exit {result.exit_code}"
-    return (NotFound if not_found(result) else TransportError)(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
+    error = NotFound if server_refused(result, "NotFound") else TransportError
+    return error(FailureKind.COMMAND_FAILED, f"{tool} failed: {tail}")
 
 
 #: By reason, the rest of kubectl's last line ``Error from server (REASON): ...`` (after ``error when replacing
@@ -112,13 +113,8 @@ def server_refused(result: CommandResult,
         rf'Error from server \({reason}\): (?:error when \w+ "[^"]*": )?{_REFUSED[reason]}', line))
 
 
-def not_found(result: CommandResult) -> bool:
-    """Whether kubectl answered that the object it asked for is not there (``server_refused``)."""
-    return server_refused(result, "NotFound")
-
-
 class NotFound(TransportError):
-    """``command_failed`` of a kubectl that said the object it asked for is not there (``not_found``)."""
+    """``command_failed`` of a kubectl that said the object it asked for is not there (``server_refused``)."""
 
 
 def reason(failure: Failure | None) -> str:

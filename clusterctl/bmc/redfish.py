@@ -64,12 +64,6 @@ class RedfishBmc:
         self._sleep = sleep
         self._clock = clock
 
-    def describe(self) -> str:
-        return self.address.url + (self.address.system or "")
-
-    def _verify(self) -> bool | str:
-        return self.config.ca_file or self.config.verify_tls
-
     def _call(self, what: str, action: Callable[[], Any]) -> Any:
         import sushy
         from sushy import exceptions
@@ -100,9 +94,9 @@ class RedfishBmc:
 
             def connect() -> Any:
                 root = sushy.Sushy(self.address.url, username=self.config.username, password=self._password.reveal(),
-                                   verify=self._verify(), read_timeout=self.config.timeout_s,
-                                   connect_timeout=self.config.timeout_s, server_side_retries=1,
-                                   server_side_retries_delay=1)
+                                   verify=self.config.ca_file or self.config.verify_tls,
+                                   read_timeout=self.config.timeout_s, connect_timeout=self.config.timeout_s,
+                                   server_side_retries=1, server_side_retries_delay=1)
                 return root.get_system(self.address.system)
 
             self._system = self._call("connecting", connect)

@@ -24,7 +24,7 @@ from clusterctl.facts.compute_apps import parse_compute_apps
 from clusterctl.health.checks import HostInput
 from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import FailureKind, TransportError
-from clusterctl.wording import first_few
+from clusterctl.wording import first_few, plural
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -102,7 +102,7 @@ def _node_answer(transport: Transport, host: str, cp: str) -> _NodeAnswer | None
         if node is not None:  # the pods could not be read
             return _NodeAnswer(node.unschedulable, unknown=exc.message)
         return _NodeAnswer(unknown=f"its node could not be read through {cp} ({one_line(exc.message)})")
-    holding = tuple(f"{p.ref} ({p.gpus} GPU{'s' if p.gpus != 1 else ''}, "
+    holding = tuple(f"{p.ref} ({plural(p.gpus, 'GPU')}, "
                     f"{p.controller_kind or 'no controller'} {p.controller_name}".rstrip() + ")"
                     for p in listed if p.gpus and p.controller_kind != "DaemonSet" and not p.finished)
     return _NodeAnswer(node.unschedulable, holding)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import accumulate
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from clusterctl.facts.health_model import GpuHealth, IBPortCounters, KernelEvent, NVLinkErrorCounters, PciDevice
 from clusterctl.facts.lspci import pci_address
@@ -182,113 +182,100 @@ def _median_without(spread: tuple[list[int], list[int]], own: list[int]) -> floa
 
 
 def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
-    found: list[Finding] = []
-    name = host.name
-
     def usual_width() -> int | None:
         return baseline.kept.get(("pcie-width", host.peer_key), lambda: usual_pcie_width(
             g.pcie_width_current for p in baseline.peers(host) for g in p.gpus))
 
-    for gpu in host.gpus:
-        subject = f"GPU {nvsmi_id(gpu)}"
-        where = f"{gpu.bus_id} {gpu.name or ''}".strip()
-        if gpu.remap_failure:
-            found.append(_finding(
-                Severity.ERROR, "GPU_ROW_REMAP_FAILURE", name, f"{where}: row remapping failed (no spare rows left)",
-                subject=subject, evidence="Remapping Failure Occurred : Yes", action="RMA",
-                fix="Drain the host and open an RMA for this GPU: NVIDIA's memory error guide says a GPU with a "
-                    "row-remapping failure can no longer mask bad memory."))
-        if gpu.unread:
-            found.append(_finding(
-                Severity.WARNING, "GPU_FACT_UNREAD", name,
-                f"{where}: nvidia-smi printed {', '.join(gpu.unread)} with a value that could not be read: "
-                "unknown, not taken as good", subject=subject, unread=list(gpu.unread),
-                fix=f"Look at these values by hand (nvidia-smi -q -i {nvsmi_id(gpu)}); re-run the check on the host's "
-                    "own output rather than an edited paste."))
-        if gpu.ecc_mode and gpu.ecc_mode not in ("Enabled", "Disabled"):
-            found.append(_finding(
-                Severity.WARNING, "GPU_ECC_MODE_UNKNOWN", name,
-                f"{where}: ECC mode reads '{gpu.ecc_mode}' instead of Enabled/Disabled", subject=subject,
-                evidence=f"ECC Mode / Current : {gpu.ecc_mode}",
-                fix="nvidia-smi could not read the ECC mode: the GPU or its InfoROM may be failing. Check the kernel "
-                    "log for Xids, reset the GPU (or reboot) and look again; RMA if it stays unreadable."))
-        if gpu.remap_pending:
-            found.append(_finding(
-                Severity.ERROR, "GPU_ROW_REMAP_PENDING", name,
-                f"{where}: a row remap is pending ({gpu.remapped_rows_uncorrectable or 0} uncorrectable, "
-                f"{gpu.remapped_rows_correctable or 0} correctable rows remapped)",
-                subject=subject, evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
-                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: the remap only "
-                    "takes effect after a reset (NVIDIA A100/H100 memory error management)."))
-        # 575+ drivers deprecate GPU Reset Status for GPU Recovery Action (Reset, Reboot, Drain P2P, ...).
-        recovery = gpu.recovery_action if gpu.recovery_action not in (None, "None") else None
-        flag = "Reset Required" if gpu.reset_required else (
-            "Drain and Reset Recommended" if gpu.drain_and_reset_recommended else None)
-        if flag or recovery:
-            said = f"{flag}: Yes" if flag else f"GPU Recovery Action: {recovery}"
-            action, fix = _recovery_fix(recovery, nvsmi_id(gpu))
-            found.append(_finding(
-                Severity.ERROR, "GPU_RESET_REQUIRED", name, f"{where}: nvidia-smi reports '{said}'",
-                subject=subject, action=action,
-                evidence=f"GPU Reset Status / {flag} : Yes" if flag else f"GPU Recovery Action : {recovery}",
-                fix=fix))
-        vol = gpu.ecc.volatile_uncorrectable
-        if vol:
-            found.append(_finding(
-                Severity.ERROR, "GPU_ECC_UNCORRECTABLE", name,
-                f"{where}: {vol} uncorrectable ECC error(s) since the last reset", subject=subject,
-                evidence=f"ECC Errors / Volatile / Uncorrectable : {vol}", action="RESET_GPU", count=vol,
-                fix="Drain the host and reset the GPU so the faulty memory is retired/remapped; RMA if uncorrectable "
-                    "errors come back after the reset."))
-        elif gpu.ecc.aggregate_uncorrectable:
-            found.append(_finding(
-                Severity.INFO, "GPU_ECC_UNCORRECTABLE_HISTORY", name,
-                f"{where}: {gpu.ecc.aggregate_uncorrectable} uncorrectable ECC error(s) over the GPU's lifetime "
-                "(none since the last reset)", subject=subject, count=gpu.ecc.aggregate_uncorrectable))
-        if gpu.retired_pages_pending:
-            found.append(_finding(
-                Severity.WARNING, "GPU_PAGE_RETIREMENT_PENDING", name, f"{where}: retired pages are pending",
-                subject=subject, evidence="Retired Pages / Pending Page Blacklist : Yes",
-                fix=f"Reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot when it is idle so the pages are "
-                    "retired."))
-        hw = [r for r in gpu.clock_events_active if r in HW_SLOWDOWN]
-        sw = [r for r in gpu.clock_events_active if r in SW_SLOWDOWN]
-        if hw or sw:
-            found.append(_finding(
-                Severity.WARNING, "GPU_CLOCKS_THROTTLED", name, f"{where}: clocks held down by {', '.join(hw + sw)}",
-                subject=subject, evidence="Clocks Event Reasons: " + ", ".join(f"{r} : Active" for r in hw + sw),
-                fix="Check cooling and power delivery (HW Power Brake: the PSU or the chassis asserted it; HW "
-                    "Thermal: the GPU is too hot); drain the host if it persists under load."))
-        found += _temperature(name, gpu, subject, where)
-        if narrow_pcie(gpu.pcie_width_current, gpu.pcie_width_max, usual_width()) == "downtrained":
-            found.append(_finding(
-                Severity.ERROR, "GPU_PCIE_DOWNGRADED", name,
-                f"{where}: PCIe link is x{gpu.pcie_width_current}, the GPU supports x{gpu.pcie_width_max}",
-                subject=subject, evidence=f"Link Width Current : {gpu.pcie_width_current}x (Max {gpu.pcie_width_max}x)",
-                fix="Reseat the GPU / riser or check the slot; a narrow link cuts host<->GPU bandwidth."))
-        if gpu.persistence_mode is False:
-            found.append(_finding(
-                Severity.WARNING, "GPU_PERSISTENCE_OFF", name, f"{where}: persistence mode is off", subject=subject,
-                fix="Enable nvidia-persistenced (or nvidia-smi -pm 1): without it each job pays GPU initialisation "
-                    "and the driver may unload between jobs."))
-        if gpu.fabric_state and (gpu.fabric_state != "Completed" or (gpu.fabric_status or "Success") != "Success"):
-            found.append(_finding(
-                Severity.ERROR, "GPU_FABRIC_NOT_READY", name,
-                f"{where}: NVLink fabric state {gpu.fabric_state}, status {gpu.fabric_status}", subject=subject,
-                evidence=f"Fabric / State : {gpu.fabric_state}",
-                fix="Check nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and the NVSwitches; "
-                    "CUDA jobs fail until the fabric is up."))
-        found += _fabric_health(name, gpu, subject, where)
-        repairs = [kind for kind, pending in (("Channel", gpu.channel_repair_pending),
-                                              ("TPC", gpu.tpc_repair_pending)) if pending]
-        if repairs:
-            found.append(_finding(
-                Severity.ERROR, "GPU_REPAIR_PENDING", name, f"{where}: a {' and a '.join(repairs)} repair is pending",
-                subject=subject, action="RESET_GPU", evidence="; ".join(f"ECC Errors / {k} Repair Pending : Yes"
-                                                                        for k in repairs),
-                fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: NVML flags the "
-                    "repair as pending, as it flags a pending row remap, which the next GPU reset applies."))
-    found += _fleet_gpu(host, baseline)
+    return [f for gpu in host.gpus for f in _gpu_findings(host.name, gpu, usual_width)] + _fleet_gpu(host, baseline)
+
+
+#: ``add(severity, code, message, **more)``: a finding about one GPU, the message after its bus id and model.
+AddFinding = Callable[..., None]
+
+
+def _gpu_findings(name: str, gpu: GpuHealth, usual_width: Callable[[], int | None]) -> list[Finding]:
+    """What ``nvidia-smi -q`` says of one GPU, judged alone."""
+    found: list[Finding] = []
+    where = f"{gpu.bus_id} {gpu.name or ''}".strip()
+
+    def add(severity: Severity, code: str, message: str, **more: Any) -> None:
+        found.append(_finding(severity, code, name, f"{where}: {message}", subject=f"GPU {nvsmi_id(gpu)}", **more))
+
+    if gpu.remap_failure:
+        add(Severity.ERROR, "GPU_ROW_REMAP_FAILURE", "row remapping failed (no spare rows left)",
+            evidence="Remapping Failure Occurred : Yes", action="RMA",
+            fix="Drain the host and open an RMA for this GPU: NVIDIA's memory error guide says a GPU with a "
+                "row-remapping failure can no longer mask bad memory.")
+    if gpu.unread:
+        add(Severity.WARNING, "GPU_FACT_UNREAD", f"nvidia-smi printed {', '.join(gpu.unread)} with a value that could "
+            "not be read: unknown, not taken as good", unread=list(gpu.unread),
+            fix=f"Look at these values by hand (nvidia-smi -q -i {nvsmi_id(gpu)}); re-run the check on the host's "
+                "own output rather than an edited paste.")
+    if gpu.ecc_mode and gpu.ecc_mode not in ("Enabled", "Disabled"):
+        add(Severity.WARNING, "GPU_ECC_MODE_UNKNOWN", f"ECC mode reads '{gpu.ecc_mode}' instead of Enabled/Disabled",
+            evidence=f"ECC Mode / Current : {gpu.ecc_mode}",
+            fix="nvidia-smi could not read the ECC mode: the GPU or its InfoROM may be failing. Check the kernel "
+                "log for Xids, reset the GPU (or reboot) and look again; RMA if it stays unreadable.")
+    if gpu.remap_pending:
+        add(Severity.ERROR, "GPU_ROW_REMAP_PENDING", f"a row remap is pending ({gpu.remapped_rows_uncorrectable or 0} "
+            f"uncorrectable, {gpu.remapped_rows_correctable or 0} correctable rows remapped)",
+            evidence="Remapped Rows / Pending : Yes", action="RESET_GPU",
+            fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: the remap only "
+                "takes effect after a reset (NVIDIA A100/H100 memory error management).")
+    # 575+ drivers deprecate GPU Reset Status for GPU Recovery Action (Reset, Reboot, Drain P2P, ...).
+    recovery = gpu.recovery_action if gpu.recovery_action not in (None, "None") else None
+    flag = "Reset Required" if gpu.reset_required else (
+        "Drain and Reset Recommended" if gpu.drain_and_reset_recommended else None)
+    if flag or recovery:
+        said = f"{flag}: Yes" if flag else f"GPU Recovery Action: {recovery}"
+        action, fix = _recovery_fix(recovery, nvsmi_id(gpu))
+        add(Severity.ERROR, "GPU_RESET_REQUIRED", f"nvidia-smi reports '{said}'", action=action,
+            evidence=f"GPU Reset Status / {flag} : Yes" if flag else f"GPU Recovery Action : {recovery}", fix=fix)
+    vol = gpu.ecc.volatile_uncorrectable
+    if vol:
+        add(Severity.ERROR, "GPU_ECC_UNCORRECTABLE", f"{vol} uncorrectable ECC error(s) since the last reset",
+            evidence=f"ECC Errors / Volatile / Uncorrectable : {vol}", action="RESET_GPU", count=vol,
+            fix="Drain the host and reset the GPU so the faulty memory is retired/remapped; RMA if uncorrectable "
+                "errors come back after the reset.")
+    elif gpu.ecc.aggregate_uncorrectable:
+        add(Severity.INFO, "GPU_ECC_UNCORRECTABLE_HISTORY", f"{gpu.ecc.aggregate_uncorrectable} uncorrectable ECC "
+            "error(s) over the GPU's lifetime (none since the last reset)", count=gpu.ecc.aggregate_uncorrectable)
+    if gpu.retired_pages_pending:
+        add(Severity.WARNING, "GPU_PAGE_RETIREMENT_PENDING", "retired pages are pending",
+            evidence="Retired Pages / Pending Page Blacklist : Yes",
+            fix=f"Reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot when it is idle so the pages are "
+                "retired.")
+    hw = [r for r in gpu.clock_events_active if r in HW_SLOWDOWN]
+    sw = [r for r in gpu.clock_events_active if r in SW_SLOWDOWN]
+    if hw or sw:
+        add(Severity.WARNING, "GPU_CLOCKS_THROTTLED", f"clocks held down by {', '.join(hw + sw)}",
+            evidence="Clocks Event Reasons: " + ", ".join(f"{r} : Active" for r in hw + sw),
+            fix="Check cooling and power delivery (HW Power Brake: the PSU or the chassis asserted it; HW "
+                "Thermal: the GPU is too hot); drain the host if it persists under load.")
+    _temperature(gpu, add)
+    if narrow_pcie(gpu.pcie_width_current, gpu.pcie_width_max, usual_width()) == "downtrained":
+        add(Severity.ERROR, "GPU_PCIE_DOWNGRADED",
+            f"PCIe link is x{gpu.pcie_width_current}, the GPU supports x{gpu.pcie_width_max}",
+            evidence=f"Link Width Current : {gpu.pcie_width_current}x (Max {gpu.pcie_width_max}x)",
+            fix="Reseat the GPU / riser or check the slot; a narrow link cuts host<->GPU bandwidth.")
+    if gpu.persistence_mode is False:
+        add(Severity.WARNING, "GPU_PERSISTENCE_OFF", "persistence mode is off",
+            fix="Enable nvidia-persistenced (or nvidia-smi -pm 1): without it each job pays GPU initialisation "
+                "and the driver may unload between jobs.")
+    if gpu.fabric_state and (gpu.fabric_state != "Completed" or (gpu.fabric_status or "Success") != "Success"):
+        add(Severity.ERROR, "GPU_FABRIC_NOT_READY",
+            f"NVLink fabric state {gpu.fabric_state}, status {gpu.fabric_status}",
+            evidence=f"Fabric / State : {gpu.fabric_state}",
+            fix="Check nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and the NVSwitches; "
+                "CUDA jobs fail until the fabric is up.")
+    _fabric_health(gpu, add)
+    repairs = [kind for kind, pending in (("Channel", gpu.channel_repair_pending),
+                                          ("TPC", gpu.tpc_repair_pending)) if pending]
+    if repairs:
+        add(Severity.ERROR, "GPU_REPAIR_PENDING", f"a {' and a '.join(repairs)} repair is pending", action="RESET_GPU",
+            evidence="; ".join(f"ECC Errors / {k} Repair Pending : Yes" for k in repairs),
+            fix=f"Drain the host, then reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot: NVML flags the "
+                "repair as pending, as it flags a pending row remap, which the next GPU reset applies.")
     return found
 
 
@@ -299,7 +286,7 @@ _FABRIC_FAULTS = (("Bandwidth", "fabric_bandwidth", "Degraded"),
                   ("Access Timeout Recovery", "fabric_access_timeout_recovery", "True"))
 
 
-def _fabric_health(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Finding]:
+def _fabric_health(gpu: GpuHealth, add: AddFinding) -> None:
     """580+ drivers print NVML's fabric health (NVSwitch systems, GB200/GB300): ``Summary : Unhealthy`` or
     ``Limited Capacity``, or any of its fault conditions raised, is a GPU whose NVLink fabric needs looking at."""
     faults = [f"{label} : {getattr(gpu, attr)}" for label, attr, bad in _FABRIC_FAULTS if getattr(gpu, attr) == bad]
@@ -308,34 +295,30 @@ def _fabric_health(name: str, gpu: GpuHealth, subject: str, where: str) -> list[
     if gpu.fabric_health_summary in ("Unhealthy", "Limited Capacity"):
         faults.insert(0, f"Summary : {gpu.fabric_health_summary}")
     if not faults:
-        return []
+        return
     broken = gpu.fabric_health_summary == "Unhealthy" or "Route Unhealthy : True" in faults \
         or gpu.fabric_incorrect_configuration not in (None, "None")
     check = "check the NVLink fabric (nvidia-smi -q on each GPU, the NVSwitch trays and their fabric manager)"
-    return [_finding(
-        Severity.ERROR if broken else Severity.WARNING, "GPU_FABRIC_UNHEALTHY", name,
-        f"{where}: NVLink fabric health: {', '.join(faults)}", subject=subject,
-        evidence="; ".join(f"Fabric / Health / {fault}" for fault in faults),
+    add(Severity.ERROR if broken else Severity.WARNING, "GPU_FABRIC_UNHEALTHY",
+        f"NVLink fabric health: {', '.join(faults)}", evidence="; ".join(f"Fabric / Health / {f}" for f in faults),
         action="WORKFLOW_NVLINK5_ERR" if broken else None,
         fix=f"Drain the host and {check}: an unhealthy route or an incorrect configuration needs the fabric fixed "
             "before the GPU goes back into service." if broken else f"A route or access-timeout recovery in "
-            f"progress, or a degraded bandwidth, may clear by itself: look again; if it stays, {check}.")]
+            f"progress, or a degraded bandwidth, may clear by itself: look again; if it stays, {check}.")
 
 
-def _temperature(name: str, gpu: GpuHealth, subject: str, where: str) -> list[Finding]:
+def _temperature(gpu: GpuHealth, add: AddFinding) -> None:
     current = gpu.temperature_c
     if current is None:
-        return []
+        return
     if gpu.shutdown_temp_c and current >= gpu.shutdown_temp_c - 5:
-        return [_finding(Severity.ERROR, "GPU_TEMPERATURE_HIGH", name,
-                         f"{where}: {current:g} C, within 5 C of its shutdown temperature {gpu.shutdown_temp_c:g} C",
-                         subject=subject, action="CHECK_COOLING", fix=xid_catalog.ACTIONS["CHECK_COOLING"][1])]
-    if (gpu.slowdown_temp_c and current >= gpu.slowdown_temp_c) or (
+        add(Severity.ERROR, "GPU_TEMPERATURE_HIGH",
+            f"{current:g} C, within 5 C of its shutdown temperature {gpu.shutdown_temp_c:g} C",
+            action="CHECK_COOLING", fix=xid_catalog.ACTIONS["CHECK_COOLING"][1])
+    elif (gpu.slowdown_temp_c and current >= gpu.slowdown_temp_c) or (
             gpu.t_limit_margin_c is not None and gpu.t_limit_margin_c <= 0):
-        return [_finding(Severity.WARNING, "GPU_TEMPERATURE_HIGH", name,
-                         f"{where}: {current:g} C, at or past its slowdown temperature", subject=subject,
-                         fix="Check fans, airflow and inlet temperature; the GPU slows itself down here.")]
-    return []
+        add(Severity.WARNING, "GPU_TEMPERATURE_HIGH", f"{current:g} C, at or past its slowdown temperature",
+            fix="Check fans, airflow and inlet temperature; the GPU slows itself down here.")
 
 
 def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:

@@ -112,13 +112,7 @@ def compare_hosts(before: HostHealth, after: HostHealth) -> list[Finding]:
 
 
 def compare_reports(before: HealthReport, after: HealthReport) -> list[Finding]:
-    found: list[Finding] = []
-    for host in after.hosts:
-        old = before.host(host.host)
-        if old is None:
-            continue
-        found += compare_hosts(old, host)
-    for host in before.hosts:
-        if after.host(host.host) is None:
-            found.append(Finding(Severity.INFO, "HEALTH_HOST_NOT_CHECKED", "in the first report only", host=host.host))
+    found = [f for host in after.hosts if (old := before.host(host.host)) is not None for f in compare_hosts(old, host)]
+    found += [Finding(Severity.INFO, "HEALTH_HOST_NOT_CHECKED", "in the first report only", host=host.host)
+              for host in before.hosts if after.host(host.host) is None]
     return sorted_findings(found)

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.cluster_access import not_found, server_refused
+from clusterctl.cluster_access import server_refused
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.kube import kubectl
 
@@ -116,7 +116,7 @@ class ClusterLease:
     def _try(self, transport: Transport) -> Hold | str:
         """One attempt: the hold, or who holds the Lease now."""
         got = self._run(transport, f"get lease {self.name} -n {self.namespace} -o json")
-        if not_found(got):
+        if server_refused(got, "NotFound"):
             made = self._run(transport, "create -f - -o json", self._object(None, self.holder))
             if made.ok:
                 return Hold(self.holder, self._version(made), self.clock(), self.duration_s, self.clock)
@@ -143,7 +143,7 @@ class ClusterLease:
         taken = self._run(transport, "replace -f - -o json", self._object(version, self.holder))
         if taken.ok:
             return Hold(self.holder, self._version(taken), self.clock(), self.duration_s, self.clock)
-        if server_refused(taken, "Conflict") or not_found(taken):
+        if server_refused(taken, "Conflict") or server_refused(taken, "NotFound"):
             return "another receiver (it wrote the Lease meanwhile)"
         raise LeaseError(f"kubectl replace lease failed (exit {taken.exit_code}): {taken.stderr_tail(2)}")
 

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_EVICTION, MAKES_NO_TRACE, Change, ChangeFailed, Gate
-from clusterctl.cluster_access import no_cluster_here, not_found, read_pods, server_refused
+from clusterctl.cluster_access import no_cluster_here, read_pods, server_refused
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, pods_command
 from clusterctl.transport.base import FailureKind, TransportError
@@ -154,7 +154,7 @@ def drain_node(transport: Transport, gate: Gate, node: str, options: DrainOption
                 asked.append(pod)
             except ChangeFailed as exc:
                 message = exc.result.stderr.strip().rpartition("\n")[2] or str(exc)
-                if not_found(exc.result):
+                if server_refused(exc.result, "NotFound"):
                     asked.append(pod)  # gone already: what an eviction wanted
                 elif server_refused(exc.result, "TooManyRequests"):
                     last_refusal[pod.ref] = message

@@ -41,18 +41,15 @@ def taint_value(code: str) -> str:
     return cleaned if _LABEL_VALUE.match(cleaned) else "manual"
 
 
-def _node(node: str) -> str:
-    return shlex.quote(node)
-
-
 def taint(cp: str, node: KubeNode, value: str) -> list[Change]:
     wanted = Taint(TAINT_KEY, TAINT_EFFECT, value)
     current = next((t for t in node.taints if t.key == TAINT_KEY and t.effect == TAINT_EFFECT), None)
     if current == wanted:
         return []
-    add = kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(wanted.spec())}")
-    undo = (kubectl(f"taint nodes {_node(node.name)} {shlex.quote(f'{TAINT_KEY}:{TAINT_EFFECT}-')}") if current is None
-            else kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(current.spec())}"))
+    name = shlex.quote(node.name)
+    add = kubectl(f"taint nodes {name} --overwrite {shlex.quote(wanted.spec())}")
+    undo = (kubectl(f"taint nodes {name} {shlex.quote(f'{TAINT_KEY}:{TAINT_EFFECT}-')}") if current is None
+            else kubectl(f"taint nodes {name} --overwrite {shlex.quote(current.spec())}"))
     return [Change.run(cp, add, summary=f"taint node {node.name} {wanted.spec()}", undo=undo, timeout_s=60,
                        node=node.name, makes=(MAKES_QUARANTINE,) if current is None else ())]
 
@@ -61,8 +58,8 @@ def untaint(cp: str, node: KubeNode) -> list[Change]:
     current = next((t for t in node.taints if t.key == TAINT_KEY), None)
     if current is None:
         return []
-    remove = kubectl(f"taint nodes {_node(node.name)} {shlex.quote(f'{TAINT_KEY}-')}")
-    undo = kubectl(f"taint nodes {_node(node.name)} --overwrite {shlex.quote(current.spec())}")
+    remove = kubectl(f"taint nodes {shlex.quote(node.name)} {shlex.quote(f'{TAINT_KEY}-')}")
+    undo = kubectl(f"taint nodes {shlex.quote(node.name)} --overwrite {shlex.quote(current.spec())}")
     return [Change.run(cp, remove, summary=f"remove taint {TAINT_KEY} from node {node.name}", undo=undo,
                        timeout_s=60, node=node.name)]
 
@@ -72,8 +69,8 @@ def cordon(cp: str, node: KubeNode, on: bool = True) -> list[Change]:
     if node.unschedulable == on:
         return []
     verb, back = ("cordon", "uncordon") if on else ("uncordon", "cordon")
-    return [Change.run(cp, kubectl(f"{verb} {_node(node.name)}"), summary=f"{verb} node {node.name}",
-                       undo=kubectl(f"{back} {_node(node.name)}"), timeout_s=60, node=node.name)]
+    return [Change.run(cp, kubectl(f"{verb} {shlex.quote(node.name)}"), summary=f"{verb} node {node.name}",
+                       undo=kubectl(f"{back} {shlex.quote(node.name)}"), timeout_s=60, node=node.name)]
 
 
 def annotate(cp: str, node: KubeNode, wanted: Mapping[str, str | None]) -> list[Change]:
@@ -94,9 +91,9 @@ def annotate(cp: str, node: KubeNode, wanted: Mapping[str, str | None]) -> list[
     back = " ".join(shlex.quote(s) for s in restores)
     verb = "annotate" if any(v is not None for v in wanted.values()) else "remove the annotations of"
     shown = ", ".join(k.removeprefix("clusterctl.dev/") for k in keys)
-    return [Change.run(cp, kubectl(f"annotate --overwrite node {_node(node.name)} {words}"),
+    return [Change.run(cp, kubectl(f"annotate --overwrite node {shlex.quote(node.name)} {words}"),
                        summary=f"{verb} node {node.name} ({shown})",
-                       undo=kubectl(f"annotate --overwrite node {_node(node.name)} {back}"), timeout_s=60,
+                       undo=kubectl(f"annotate --overwrite node {shlex.quote(node.name)} {back}"), timeout_s=60,
                        node=node.name)]
 
 

@@ -45,6 +45,7 @@ from clusterctl.quarantine.pending_work import PendingHost, PendingWork
 from clusterctl.quarantine.policy import cap
 from clusterctl.quarantine.webhook_payload import HOST_LABELS, BadPayload, DecisionLog, parse_payload
 from clusterctl.undo_journal import undo_line
+from clusterctl.wording import plural
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -145,11 +146,10 @@ class Remediator:
         for bad in unreadable[:REJECTED_NAMED]:  # left out: a 400 would make Alertmanager drop the good alerts
             note("", bad.name, "rejected", bad.why)
         if len(unreadable) > REJECTED_NAMED:
-            more = len(unreadable) - REJECTED_NAMED
-            note("", f"{more} more alert{'s' if more > 1 else ''}", "rejected",
+            note("", plural(len(unreadable) - REJECTED_NAMED, "more alert"), "rejected",
                  f"could not be read either; only the first {REJECTED_NAMED} are named")
         if truncated:  # Alertmanager's max_alerts, Grafana's Max Alerts: never seen here, so said
-            note("", f"{truncated} more alert{'s' if truncated > 1 else ''}", "ignored",
+            note("", plural(truncated, "more alert"), "ignored",
                  "left out of this POST by the sender (truncatedAlerts: its max_alerts): never acted on")
         return 200, {"decisions": decisions}
 

@@ -1,5 +1,5 @@
 """Which refusal the API server answered, read as kubectl writes it (``cluster_access.server_refused``): exit 1 and
-kubectl's last stderr line ``Error from server (REASON): ...``, the one decision behind ``not_found`` and the
+kubectl's last stderr line ``Error from server (REASON): ...``, the one decision behind a read's NotFound and the
 remediation receivers' Lease (created meanwhile by another receiver, written meanwhile). Lines as real kubectl
 prints them (kubernetes/kubernetes#95972 for the Conflict of a ``replace -f -``)."""
 
