@@ -183,9 +183,7 @@ class DecisionLog:
         self._lock = threading.Lock()
 
     def say(self, **entry: object) -> None:
-        line: dict[str, object] = {"time": utc_stamp(self.clock())}
-        line.update({k: _bounded(v) for k, v in entry.items()})
-        text = json.dumps(line) + "\n"
+        text = json.dumps({"time": utc_stamp(self.clock()), **{k: _bounded(v) for k, v in entry.items()}}) + "\n"
         with self._lock:
             self.stream.write(text)
             self.stream.flush()
