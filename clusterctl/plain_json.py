@@ -43,10 +43,8 @@ def to_plain(value: Any) -> Any:
         return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, Secret):
-        return str(value)  # the mask: a secret never reaches JSON, YAML or a saved file
+    if isinstance(value, (Path, Secret)):
+        return str(value)  # a Secret's text is its mask: a secret never reaches JSON, YAML or a saved file
     return value
 
 

@@ -151,7 +151,5 @@ def record_plan(gate: Gate, planned: Sequence[PlannedTest], opts: IBOptions) -> 
     """Each test's server start and client run, in round order (the round kills each server by its PID)."""
     for t in planned:
         who = f"{t.server.name}/{t.server_hca.name} <-> {t.client.name}/{t.client_hca.name}"
-        gate.record(Change.run(t.server.name, t.server_command, summary=f"round {t.round}: {opts.test} server, {who}",
-                               sudo=False))
-        gate.record(Change.run(t.client.name, t.client_command, summary=f"round {t.round}: {opts.test} client, {who}",
-                               sudo=False))
+        for side, host, line in (("server", t.server, t.server_command), ("client", t.client, t.client_command)):
+            gate.record(Change.run(host.name, line, summary=f"round {t.round}: {opts.test} {side}, {who}", sudo=False))

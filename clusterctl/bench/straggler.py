@@ -66,18 +66,12 @@ def localise(edges: Iterable[Edge], rack_of: Mapping[str, str | None], *, by_hca
     for a, b, slow in remaining:
         if not slow or a in slow_nodes or b in slow_nodes:
             continue
-        a_fine = any(not s for _, s in links[a])
-        b_fine = any(not s for _, s in links[b])
-        if a_fine and b_fine:
-            diagnoses.append(Diagnosis(
-                "bad-link", f"{a} <-> {b}",
-                f"only this pair is slow; {a} and {b} are fine with other peers: check the cable or switch port",
-            ))
+        if all(any(not s for _, s in links[end]) for end in (a, b)):  # both ends fine with someone else
+            kind, why = "bad-link", (f"only this pair is slow; {a} and {b} are fine with other peers: check the "
+                                     "cable or switch port")
         else:
-            diagnoses.append(Diagnosis(
-                "inconclusive", f"{a} <-> {b}",
-                "slow, but too few other tests of its ends to tell a slow host from a bad link",
-            ))
+            kind, why = "inconclusive", "slow, but too few other tests of its ends to tell a slow host from a bad link"
+        diagnoses.append(Diagnosis(kind, f"{a} <-> {b}", why))
     return diagnoses
 
 

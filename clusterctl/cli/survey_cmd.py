@@ -127,7 +127,7 @@ def finish(app: AppContext, report: SurveyReport, *, head: Callable[[], None], s
 def exit_summary(report: SurveyReport) -> str:
     """The last line: the counts, and what the exit code will be and why (a demo exits 1 by design)."""
     from clusterctl.cli.findings_view import summary_line
-    from clusterctl.findings import Severity
+    from clusterctl.findings import Severity, fails
 
     counts = f"{plural(len(report.hosts), 'host')}: {summary_line(report.findings)}"
     if report.ok:
@@ -136,7 +136,7 @@ def exit_summary(report: SurveyReport) -> str:
     erring = sorted({f.host or "" for f in report.findings if f.severity is Severity.ERROR} - {""})
     if erring:
         reasons.append(f"error findings on {plural(len(erring), 'host')}: {compress(erring)}")
-    elif report.count(Severity.ERROR):
+    elif fails(report.findings):
         reasons.append("error findings")
     if report.unreachable:
         unreached = [h.name for h in report.hosts if h.state.facts is None]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
@@ -18,11 +18,9 @@ from clusterctl.dashboards.inputs import DashboardInputs, bench_from_results, fr
 from clusterctl.dashboards.measured import textfile_text
 from clusterctl.dashboards.panels import uid
 from clusterctl.inventory.cluster_sections import check_alerts
+from clusterctl.inventory.model import Host, Inventory
+from clusterctl.saved_survey import SavedSurvey
 from clusterctl.writable import write_files
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.saved_survey import SavedSurvey
 
 #: File stem -> builder; the order the docs and ``clusterctl dashboards`` list them in.
 BUILDERS = {"fleet-health": fleet.build, "fabric": fabric.build, "repairs": repairs.build,

@@ -65,12 +65,9 @@ def parse_compute_apps(text: str) -> tuple[ComputeApp, ...]:
         memory = row.get("used_mib")
         if pid is not None and not pid.isdigit():
             raise ParseError(what, f"pid {pid!r} is not a number", line=number, text=line)
-        used = None
-        if memory is not None:
-            found = _MIB.match(memory)
-            if not found:
-                raise ParseError(what, f"memory {memory!r} is not 'N MiB'", line=number, text=line)
-            used = int(found.group(1))
+        used = _MIB.match(memory) if memory is not None else None
+        if memory is not None and used is None:
+            raise ParseError(what, f"memory {memory!r} is not 'N MiB'", line=number, text=line)
         apps.append(ComputeApp(row.get("gpu_uuid"), int(pid) if pid is not None else None, row.get("process_name"),
-                               used))
+                               int(used.group(1)) if used else None))
     return tuple(apps)

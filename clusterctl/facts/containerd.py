@@ -149,7 +149,5 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
 
 def _systemd_word(section: Section | None, words: tuple[str, ...]) -> str | None:
     """``systemctl is-active`` / ``is-enabled`` answer one word; anything else (no systemd) is None."""
-    if section is None:
-        return None
-    lines = [line.strip() for line in section.lines if line.strip()]
+    lines = [line.strip() for line in section.lines if line.strip()] if section is not None else []
     return lines[0] if len(lines) == 1 and lines[0] in words else None

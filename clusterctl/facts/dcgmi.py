@@ -63,11 +63,19 @@ def _gpu_of(result: dict[str, Any]) -> int | None:
     return None
 
 
+def _listed(parent: dict[str, Any], key: str) -> list[Any]:
+    """``parent[key]``, a JSON list (none: empty); anything else is no dcgmi output."""
+    value = parent.get(key) or []
+    if not isinstance(value, list):
+        raise ParseError(_WHAT, f"{key!r} is {type(value).__name__}, not a list", line=1)
+    return value
+
+
 def _info(result: dict[str, Any]) -> str:
     info = result.get("info") or ""
     parts = [str(item) for item in info] if isinstance(info, list) else [str(info)]  # 4.x: a list of messages
     for kind in ("warning", "error"):
-        parts += [str(item.get(kind) if isinstance(item, dict) else item) for item in result.get(f"{kind}s") or ()]
+        parts += [str(item.get(kind) if isinstance(item, dict) else item) for item in _listed(result, f"{kind}s")]
     return "; ".join(p.strip() for p in parts if p and p.strip())
 
 
@@ -80,33 +88,34 @@ def _parse_json(text: str) -> DcgmDiag:
         raise ParseError(_WHAT, "no 'DCGM Diagnostic' / 'DCGM GPU Diagnostic' object", line=1)
     results: list[DcgmResult] = []
     warnings: list[ParseWarning] = []
-    for category in body.get("test_categories") or ():
+    for category in _listed(body, "test_categories"):
         if not isinstance(category, dict):
             warnings.append(ParseWarning("a test category is not an object"))
             continue
-        for test in category.get("tests") or ():
+        category_name = str(category.get("category", "?"))
+        for test in _listed(category, "tests"):
             if not isinstance(test, dict):
                 continue
             name = str(test.get("name", "?"))
-            for result in test.get("results") or ():
+            for result in _listed(test, "results"):
                 if isinstance(result, dict) and (result.get("entity_group") in (None, "GPU")):
-                    results.append(DcgmResult(str(category.get("category", "?")), name,
-                                              _status(str(result.get("status", ""))), _gpu_of(result), _info(result)))
+                    results.append(DcgmResult(category_name, name, _status(str(result.get("status", ""))),
+                                              _gpu_of(result), _info(result)))
                 else:
                     group = result.get("entity_group") if isinstance(result, dict) else type(result).__name__
                     warnings.append(ParseWarning(f"test {name!r}: a result for {group!r} (not a GPU) was not read"))
             summary = test.get("test_summary")
             if isinstance(summary, dict) and not test.get("results"):
-                results.append(DcgmResult(str(category.get("category", "?")), name,
-                                          _status(str(summary.get("status", ""))), None, _info(summary)))
+                results.append(DcgmResult(category_name, name, _status(str(summary.get("status", ""))), None,
+                                          _info(summary)))
     metadata: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
     version = metadata.get("DCGM Version") or metadata.get("version") or body.get("version") or data.get("version")
     driver = metadata.get("Driver Version Detected") or body.get("Driver Version Detected") \
         or data.get("Driver Version Detected")
     # DCGM 4 lists the GPUs it ran on under "entity_groups", each with its "device_id", instead.
     ids = metadata.get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected") or [
-        entity.get("device_id", "") for group in data.get("entity_groups") or () if isinstance(group, dict)
-        and group.get("entity_group") == "GPU" for entity in group.get("entities") or () if isinstance(entity, dict)]
+        entity.get("device_id", "") for group in _listed(data, "entity_groups") if isinstance(group, dict)
+        and group.get("entity_group") == "GPU" for entity in _listed(group, "entities") if isinstance(entity, dict)]
     known = ("DCGM Version", "version", "Driver Version Detected", "GPU Device IDs Detected")
     others = {str(k): str(v) for k, v in metadata.items() if k not in known and not isinstance(v, (dict, list))}
     return DcgmDiag(tuple(results), dcgm_version=str(version) if version else None,

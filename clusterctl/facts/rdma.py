@@ -81,10 +81,7 @@ def _without_code(value: str) -> str:
 
 
 def _rate_gbps(width: str | None, speed: str | None) -> float | None:
-    if width is None or speed is None:
-        return None
-    lanes = _WIDTH.match(width)
-    per_lane = _SPEED.match(speed)
+    lanes, per_lane = _WIDTH.match(width or ""), _SPEED.match(speed or "")
     if not lanes or not per_lane:
         return None
     return int(lanes.group(1)) * float(per_lane.group(1))
@@ -253,9 +250,7 @@ class _IbvDevinfo(_Reader):
 
 def _guid(value: str | None) -> str | None:
     """``0x0c42a10300609810`` -> ``0c42:a103:0060:9810``, the form ibv_devinfo prints."""
-    if value is None:
-        return None
-    match = re.fullmatch(r"0x([0-9a-fA-F]{16})", value)
+    match = re.fullmatch(r"0x([0-9a-fA-F]{16})", value or "")
     if not match:
         return value
     digits = match.group(1).lower()

@@ -7,6 +7,7 @@ instead of going back to the pool.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import resource
 import threading
@@ -74,9 +75,7 @@ def close_quietly(transport: Transport) -> None:
 
 def raise_fd_limit() -> None:
     """Lift the soft open-files limit to the hard one: each open connection holds a socket."""
-    try:
+    with contextlib.suppress(ValueError, OSError):  # some sandboxes forbid it
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard == resource.RLIM_INFINITY or hard > soft:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
-    except (ValueError, OSError):  # pragma: no cover - some sandboxes forbid it
-        pass

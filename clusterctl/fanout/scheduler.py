@@ -8,6 +8,7 @@ connections are reused across the tasks of one run; worker threads are daemons b
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -233,7 +234,7 @@ class Runner:
                     last_notice = time.monotonic()
                     pending = [hosts[i].name for i in range(len(hosts)) if i not in results]
                     self.on_wait(label, pending, last_notice - began)
-                try:
+                with contextlib.suppress(queue.Empty):
                     index, outcome = run.done.get(timeout=0.05)
                     if index not in results:
                         results[index] = outcome
@@ -242,8 +243,6 @@ class Runner:
                         # Only hosts still running are watched for their deadline (scanning every
                         # host that ever started, after each result, was quadratic in the fleet).
                         run.started.pop(index, None)
-                except queue.Empty:
-                    pass
                 self._expire(run)
         except (KeyboardInterrupt, Interrupted) as exc:
             self.interrupted.set()

@@ -10,12 +10,9 @@ import difflib
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from clusterctl.nccl.knowledge import VariableInfo
 from clusterctl.nccl.versions import NcclVersion
-
-if TYPE_CHECKING:
-    from clusterctl.nccl.knowledge import VariableInfo
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from typing import Any
+
+import yaml
 
 from clusterctl.nccl.versions import NcclVersion, try_parse_version
 
@@ -180,10 +183,6 @@ class KnowledgeBase:
 @lru_cache(maxsize=1)
 def knowledge_base() -> KnowledgeBase:
     """The knowledge base shipped with clusterctl (loaded once)."""
-    from importlib import resources
-
-    import yaml
-
     data = resources.files("clusterctl.nccl").joinpath("data")
     entries = yaml.safe_load(data.joinpath("nccl_vars.yaml").read_text(encoding="utf-8"))
     variables = {e["name"]: variable_from_entry(e) for e in entries}

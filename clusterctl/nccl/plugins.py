@@ -9,12 +9,9 @@ cannot convert; plugins built on NCCL's NCCL_PARAM read integers with strtoll.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from clusterctl.nccl.grammar import ValueProblem, invalid
-
-if TYPE_CHECKING:
-    from clusterctl.nccl.knowledge import VariableInfo
+from clusterctl.nccl.knowledge import VariableInfo
 
 _INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
 

@@ -15,14 +15,11 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from clusterctl.errors import UsageError
 from clusterctl.findings import Finding, Severity
+from clusterctl.survey.report import SurveyReport
 from clusterctl.survey.topology import SHAPE_WORDS, HostTopology
-
-if TYPE_CHECKING:
-    from clusterctl.survey.report import SurveyReport
 
 _GPU_NIC_EDGES = {"PIX": "darkgreen", "PXB": "steelblue", "PHB": "orange"}
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -78,14 +75,12 @@ def host_dot(name: str, topology: HostTopology, marks: Marks | None = None) -> s
              f"  label={_quote(title)}; labelloc=t; fontname=Helvetica;",
              "  node [fontname=Helvetica, style=filled];"]
     groups: dict[str, list[str]] = {}
-    for gpu in topology.gpus:
-        look = _BAD if gpu.index in marks.gpus else "fillcolor=palegreen"
-        groups.setdefault(gpu.numa_node or "?", []).append(
-            f"    {_quote(gpu.label)} [shape=box, {look}, label={_quote(gpu.label)}];")
-    for nic in topology.nics:
-        look = _BAD if nic.name in marks.nics else "fillcolor=lightblue"
-        groups.setdefault(nic.numa_node or "?", []).append(
-            f"    {_quote(nic.label)} [shape=ellipse, {look}, label={_quote(nic.name)}];")
+    # (node, its text, NUMA node, shape, named by a finding, colour) of every GPU and NIC.
+    devices = [(g.label, g.label, g.numa_node, "box", g.index in marks.gpus, "palegreen") for g in topology.gpus]
+    devices += [(n.label, n.name, n.numa_node, "ellipse", n.name in marks.nics, "lightblue") for n in topology.nics]
+    for label, text, numa, shape, bad, fill in devices:
+        look = _BAD if bad else f"fillcolor={fill}"
+        groups.setdefault(numa or "?", []).append(f"    {_quote(label)} [shape={shape}, {look}, label={_quote(text)}];")
     for number, (numa, nodes) in enumerate(sorted(groups.items())):
         title = f"NUMA {numa}" if numa != "?" else "NUMA unknown"
         lines += [f"  subgraph cluster_{number} {{", f"    label={_quote(title)}; style=rounded;", *nodes, "  }"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from clusterctl.findings import Severity
+from clusterctl.findings import Severity, count_by_severity
 from clusterctl.survey.advice import FIT_NONE, LayoutAdvice
 from clusterctl.survey.checks.codes import NIC_LOSS_CODES, NVLINK_LOSS_CODES
 from clusterctl.survey.report import HostReport, SurveyReport
@@ -105,7 +105,8 @@ def _version_cell(stack: object, attribute: str, drift: set[object]) -> str:
 
 
 def _findings_cell(host: HostReport) -> str:
-    errors, warnings, infos = (host.count(s) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO))
+    counts = count_by_severity(host.findings)
+    errors, warnings, infos = counts["error"], counts["warning"], counts["info"]
     parts = []
     if errors:
         parts.append(f"[bold red]{plural(errors, 'error')}[/]")

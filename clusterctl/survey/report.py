@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.findings import Finding, Severity, fails
+from clusterctl.findings import Finding, count_by_severity, fails
 from clusterctl.plain_json import to_plain
 from clusterctl.saved_survey import REPORT_KIND, SCHEMA_VERSION
 from clusterctl.survey.advice import LayoutAdvice
@@ -27,9 +27,6 @@ class HostReport:
     def name(self) -> str:
         return self.state.name
 
-    def count(self, severity: Severity) -> int:
-        return sum(1 for f in self.findings if f.severity is severity)
-
 
 @dataclass(frozen=True)
 class SurveyReport:
@@ -40,9 +37,6 @@ class SurveyReport:
     advice: LayoutAdvice | None = None
     #: ``survey`` or ``topo-show``.
     source: str = "survey"
-
-    def count(self, severity: Severity) -> int:
-        return sum(1 for f in self.findings if f.severity is severity)
 
     @property
     def unreachable(self) -> int:
@@ -196,6 +190,7 @@ def advice_to_json(advice: LayoutAdvice) -> dict[str, Any]:
 
 def report_to_json(report: SurveyReport) -> dict[str, Any]:
     shared = MadeOnce()
+    counts = count_by_severity(report.findings)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": REPORT_KIND,
@@ -206,9 +201,9 @@ def report_to_json(report: SurveyReport) -> dict[str, Any]:
             "hosts": len(report.hosts),
             "reachable": len(report.hosts) - report.unreachable,
             "unreachable": report.unreachable,
-            "errors": report.count(Severity.ERROR),
-            "warnings": report.count(Severity.WARNING),
-            "infos": report.count(Severity.INFO),
+            "errors": counts["error"],
+            "warnings": counts["warning"],
+            "infos": counts["info"],
             "ok": report.ok,
         },
         "hosts": [host_to_json(h, shared=shared) for h in report.hosts],

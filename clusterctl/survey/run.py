@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.topo import parse_topo
+from clusterctl.fanout import FleetResult, Runner
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Host
 from clusterctl.survey.advice import AdviceHost, LayoutAdvice, advise
@@ -18,9 +18,6 @@ from clusterctl.survey.findings import fleet_findings
 from clusterctl.survey.report import HostReport, SurveyReport
 from clusterctl.survey.topology import build_topology
 from clusterctl.utc import utc_stamp
-
-if TYPE_CHECKING:
-    from clusterctl.fanout import FleetResult, Runner
 
 
 def host_state(host: Host, facts: HostFacts | None, failure: str | None = None, *,

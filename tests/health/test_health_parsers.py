@@ -261,6 +261,14 @@ def test_dcgm4_text_metadata_and_per_gpu_rows() -> None:
     assert (meta.dcgm_version, meta.driver_version) == ("4.4.1", "580.76.05")
 
 
+@pytest.mark.parametrize("body", ['{"test_categories": 1}', '{"test_categories": [{"tests": 3}]}',
+                                  '{"test_categories": [{"tests": [{"name": "memory", "results": 3}]}]}',
+                                  '{"test_categories": [{"tests": [{"results": [{"status": "Fail", "errors": 3}]}]}]}'])
+def test_dcgm_json_with_a_number_where_a_list_belongs_is_refused_not_a_crash(body: str) -> None:
+    with pytest.raises(ParseError, match="not a list"):
+        parse_dcgmi_diag('{"DCGM Diagnostic": ' + body + "}")
+
+
 def test_dcgm4_json_shape() -> None:
     text = ('{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "memory", '
             '"results": [{"entity_group": "GPU", "entity_id": 1, "status": "Fail", "info": "bad"}], '

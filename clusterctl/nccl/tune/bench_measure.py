@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from clusterctl.bench.nccl_tests import NcclRun, run_nccl_test
 from clusterctl.errors import ClusterctlError
+from clusterctl.fanout import Runner
+from clusterctl.inventory.model import Host, Inventory
 from clusterctl.nccl.tune.sweep_result import Measure, MeasuredRun
 
-if TYPE_CHECKING:
-    from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import Host, Inventory
 
 def bench_measure(
     runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, base_env: Mapping[str, str] | None = None,

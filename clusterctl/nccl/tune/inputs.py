@@ -10,18 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
 from clusterctl.facts.netdev import merge_ipv4
 from clusterctl.facts.rdma import card_of
+from clusterctl.inventory.model import Host
 from clusterctl.saved_survey import load_saved_survey
 from clusterctl.survey.checks.host import CardPort
+from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import Shape, build_topology
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host
-    from clusterctl.survey.collect import HostFacts
 
 
 @dataclass(frozen=True)

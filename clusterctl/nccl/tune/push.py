@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from clusterctl.changes import Change, GateRecord
 from clusterctl.engine.phase import Phase, PhaseContext
@@ -21,12 +20,10 @@ from clusterctl.engine.run import RunReport, RunSettings, run_phases
 from clusterctl.fanout import FleetResult, HostOutcome, Runner
 from clusterctl.fanout.outcomes import Failure
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.model import Host, Inventory
 from clusterctl.nccl.tune.managed_block import SiteConflict, merge_managed_block
 from clusterctl.nccl.tune.render import CONF_PATH
 from clusterctl.transport.base import FailureKind
-
-if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host, Inventory
 
 #: The undo journal's command, and what ``clusterctl undo`` says it reverts.
 PUSH_COMMAND = "tune-nccl --push"

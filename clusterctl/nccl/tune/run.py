@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from clusterctl.changes import GateRecord
 from clusterctl.errors import UsageError
+from clusterctl.fanout import FleetResult, Runner
 from clusterctl.findings import Finding, Severity
-from clusterctl.inventory.model import FABRIC_TYPES
+from clusterctl.inventory.model import FABRIC_TYPES, Host, Inventory
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import read_settings
 from clusterctl.nccl.tune.derive import Tuning, derive_settings
@@ -24,10 +24,6 @@ from clusterctl.nccl.tune.render import render_files
 from clusterctl.nccl.tune.sweep_result import SweepResult
 from clusterctl.survey.collect import collect_fleet
 from clusterctl.writable import write_files
-
-if TYPE_CHECKING:
-    from clusterctl.fanout import FleetResult, Runner
-    from clusterctl.inventory.model import Host, Inventory
 
 
 @dataclass(frozen=True)

@@ -417,14 +417,10 @@ def _run_quietly(client: paramiko.Transport, line: str) -> None:
         helper = client.open_session(timeout=5.0)
     except (paramiko.SSHException, EOFError, OSError):
         return
-    try:
+    with contextlib.closing(helper), contextlib.suppress(paramiko.SSHException, EOFError, OSError):
         helper.exec_command(line)
         helper.shutdown_write()
         helper.status_event.wait(5.0)
-    except (paramiko.SSHException, EOFError, OSError):
-        pass
-    finally:
-        helper.close()
 
 
 #: Seconds a timed-out command gets between SIGTERM and SIGKILL.
@@ -446,13 +442,10 @@ def _feed_stdin(channel: paramiko.Channel, data: bytes | None) -> threading.Thre
         return None
 
     def feed() -> None:
-        try:
+        with contextlib.suppress(OSError, paramiko.SSHException, EOFError):
             channel.sendall(data)
-        except (OSError, paramiko.SSHException, EOFError):
-            pass
-        finally:
-            with contextlib.suppress(OSError, paramiko.SSHException, EOFError):
-                channel.shutdown_write()
+        with contextlib.suppress(OSError, paramiko.SSHException, EOFError):
+            channel.shutdown_write()
 
     thread = threading.Thread(target=feed, daemon=True, name="clusterctl-ssh-stdin")
     thread.start()
