@@ -26,8 +26,6 @@ from clusterctl.mock.tools import tool_module
 #: Exit code for a rule that simulates a transport failure (what ssh itself returns).
 SIMULATED_FAILURE_EXIT = 255
 
-__all__ = ["SIMULATED_FAILURE_EXIT", "command_lines", "main", "replay"]
-
 
 def replay(profile_dir: str, state_dir: str, host: str, argv: Sequence[str], fallback: str | None = None) -> int:
     machine = MockMachine.open(load_profile(profile_dir), state_dir, host, shell_builtins=False)

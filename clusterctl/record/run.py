@@ -29,7 +29,7 @@ from clusterctl.record.redact import Redactor
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.transport.base import Transport
+    from clusterctl.transport.base import CommandResult, Transport
 
 #: Per-command limit while recording (a hung tool must not eat the host's deadline).
 COMMAND_TIMEOUT_S = 30.0
@@ -54,16 +54,9 @@ def record_commands() -> list[tuple[str, bool]]:
     return found
 
 
-@dataclass(frozen=True)
-class Recorded:
-    command: str
-    stdout: str
-    stderr: str
-    exit_code: int
-
-
-def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> list[Recorded]:
-    """Run each read-only command once; a command that fails is recorded with its failure."""
+def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> list[tuple[str, CommandResult]]:
+    """Run each read-only command once: (the command as sent, its result); a command that fails is recorded with
+    its failure."""
     from clusterctl.transport.base import TransportError
 
     found = []
@@ -74,7 +67,7 @@ def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> l
             if exc.kind.value == "timed out":
                 continue  # a tool that hangs is left out: the replayed host answers "not found"
             raise
-        found.append(Recorded(command, result.stdout, result.stderr, result.exit_code))
+        found.append((command, result))
     return found
 
 
@@ -83,20 +76,21 @@ def _file_name(index: int, command: str) -> str:
     return f"{index:02d}-{words[:40] or 'cmd'}.txt"
 
 
-def write_profile(folder: Path, host_name: str, recorded: Sequence[Recorded], redactor: Redactor) -> None:
+def write_profile(folder: Path, host_name: str, recorded: Sequence[tuple[str, CommandResult]],
+                  redactor: Redactor) -> None:
     import yaml
 
     folder.mkdir(parents=True, exist_ok=True)
     rules: list[dict[str, Any]] = []
     hostname = None
-    for index, item in enumerate(recorded, 1):
+    for index, (command, item) in enumerate(recorded, 1):
         stdout = redactor.text(item.stdout)
-        if item.command == "hostname" and item.exit_code == 0:
+        if command == "hostname" and item.exit_code == 0:
             hostname = stdout.strip()
             continue
-        name = _file_name(index, item.command)
+        name = _file_name(index, command)
         (folder / name).write_text(stdout)
-        rule: dict[str, Any] = {"match": item.command, "stdout": name}
+        rule: dict[str, Any] = {"match": command, "stdout": name}
         if item.stderr:
             rule["stderr_text"] = redactor.text(item.stderr)
         if item.exit_code:

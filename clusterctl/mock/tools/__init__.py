@@ -58,6 +58,3 @@ def tool_module(name: str) -> ModuleType | None:
     # Imported on first use (a survey needs a handful of the tools); kept by name after that,
     # since the simulator asks for every program of every command line.
     return import_module(module) if module else None
-
-
-__all__ = ["BIN_DIRS", "FILE_TOOLS", "TOOLS", "tool_module"]

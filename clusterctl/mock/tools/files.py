@@ -42,15 +42,19 @@ def _flags(args: list[str], known: str) -> tuple[set[str], list[str], str | None
     return flags, rest, None
 
 
-class _InvalidOption(Exception):
-    """An option the simulated tool does not know; ``run`` answers as GNU coreutils do."""
+class _Usage(Exception):
+    """A usage error (an option the simulated tool does not know, a missing operand): ``run`` answers as GNU
+    coreutils do."""
 
 
-def _options(args: list[str], known: str) -> tuple[set[str], list[str]]:
-    """``_flags`` for tools that refuse an unknown option (exit 1, coreutils' message)."""
+def _options(args: list[str], known: str, *, operand: bool = False) -> tuple[set[str], list[str]]:
+    """``_flags`` for tools that refuse an unknown option, or with ``operand`` no operand (exit 1, coreutils'
+    message)."""
     flags, rest, bad = _flags(args, known)
     if bad:
-        raise _InvalidOption(bad)
+        raise _Usage(f"invalid option -- '{bad}'")
+    if operand and not rest:
+        raise _Usage("missing operand")
     return flags, rest
 
 
@@ -122,9 +126,7 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
 def mkdir(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
     given = pop_option(args, "-m")
-    flags, paths = _options(args, "pv")
-    if not paths:
-        return ToolResult("", "mkdir: missing operand\nTry 'mkdir --help' for more information.\n", 1)
+    flags, paths = _options(args, "pv", operand=True)
 
     def make(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -144,7 +146,7 @@ def mkdir(ctx: ToolContext) -> ToolResult:
 def rm(ctx: ToolContext) -> ToolResult:
     flags, paths = _options(ctx.args, "rfRv")
     if not paths and "f" not in flags:
-        return ToolResult("", "rm: missing operand\nTry 'rm --help' for more information.\n", 1)
+        raise _Usage("missing operand")
 
     def remove(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -161,9 +163,7 @@ def rm(ctx: ToolContext) -> ToolResult:
 
 def rmdir(ctx: ToolContext) -> ToolResult:
     """GNU ``rmdir``: removes empty folders only (the reset phase's clean-up of the folders bootstrap made)."""
-    _none, paths = _options(ctx.args, "")
-    if not paths:
-        return ToolResult("", "rmdir: missing operand\nTry 'rmdir --help' for more information.\n", 1)
+    _none, paths = _options(ctx.args, "", operand=True)
 
     def remove(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -428,9 +428,8 @@ def run(ctx: ToolContext) -> ToolResult:
         refuse_change(f"run {ctx.name}")
     try:
         return HANDLERS[ctx.name](ctx)
-    except _InvalidOption as exc:
-        tool = ctx.name
-        return ToolResult("", f"{tool}: invalid option -- '{exc}'\nTry '{tool} --help' for more information.\n", 1)
+    except _Usage as exc:
+        return ToolResult("", f"{ctx.name}: {exc}\nTry '{ctx.name} --help' for more information.\n", 1)
     except StateError as exc:
         return ToolResult("", f"{ctx.name}: {exc}\n", 1)
     except NotADirectoryError:

@@ -75,6 +75,11 @@ def recording(file_name: str, /, **values: str) -> str:
     return text
 
 
+def admin_reachable(ctx: ToolContext) -> bool:
+    """Whether kubeadm on this host reads the cluster: its admin kubeconfig is here and the cluster runs."""
+    return ctx.fs.exists(ADMIN_CONF) and bool(read(ctx).get("initialized"))
+
+
 def not_found(resource: str, name: str, stdout: str = "") -> ToolResult:
     """kubectl's answer for an object the cluster does not have (``nodes``, ``pods``...), exit 1."""
     return ToolResult(stdout, f'Error from server (NotFound): {resource} "{name}" not found\n', 1)

@@ -253,7 +253,7 @@ def _images(ctx: ToolContext) -> ToolResult:
 
 
 def _token_create(ctx: ToolContext) -> ToolResult:
-    if not ctx.fs.exists(ks.ADMIN_CONF) or not ks.read(ctx).get("initialized"):
+    if not ks.admin_reachable(ctx):
         return ctx.fail("failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: no such file or directory\n"
                         + TRACE, 1)
     docs = load_config(ctx, ctx.args)

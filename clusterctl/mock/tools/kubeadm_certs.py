@@ -131,7 +131,7 @@ def tabwriter(rows: Sequence[Sequence[str]]) -> str:
 
 def _reading(ctx: ToolContext, prefix: str) -> str:
     """What kubeadm says before its answer when it reads its configuration from the cluster."""
-    if not (ctx.fs.exists(ks.ADMIN_CONF) and ks.read(ctx).get("initialized")):
+    if not ks.admin_reachable(ctx):
         return ""
     return (f'[{prefix}] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...\n'
             f"[{prefix}] Use 'kubeadm init phase upload-config kubeadm --config your-config-file' to re-upload it.\n\n")

@@ -51,9 +51,8 @@ def run(ctx: ToolContext) -> ToolResult:
         return ctx.fail(REFUSED, 1)
     cleanup_tmp = "--cleanup-tmp-dir" in args or bool(config.get("cleanupTmpDir"))
     certs = str(config.get("certificatesDir") or "/etc/kubernetes/pki")
-    kube = ks.read(ctx)
     # The cluster's configuration is read through the kubeconfig; without it kubeadm skips the member.
-    cluster_config = bool(kube.get("initialized")) and ctx.fs.exists(ks.ADMIN_CONF)
+    cluster_config = ks.admin_reachable(ctx)
     out = ["[preflight] Running pre-flight checks"]
     # skipPhases (or --skip-phases): a skipped remove-etcd-member neither removes a member nor empties
     # the etcd data folder (reset.go runs the workflow without it).
@@ -102,7 +101,7 @@ def run(ctx: ToolContext) -> ToolResult:
 
 def remove_etcd_member(ctx: ToolContext) -> ToolResult:
     """``kubeadm reset phase remove-etcd-member``: this control plane's member leaves etcd."""
-    if not ctx.fs.exists(ETCD_MANIFEST) and not (ks.read(ctx).get("initialized") and ctx.fs.exists(ks.ADMIN_CONF)):
+    if not ctx.fs.exists(ETCD_MANIFEST) and not ks.admin_reachable(ctx):
         # No manifest and no cluster configuration (before init, after a reset): kubeadm falls back to the
         # default data folder (removeetcdmember.go, getEtcdDataDir) and empties it unless it is an empty folder.
         ctx.log(klog("W", "removeetcdmember.go:105", "[reset] No kubeadm config, using etcd pod spec to get data "

@@ -195,7 +195,7 @@ def run(ctx: ToolContext) -> ToolResult:
     # The positional version wins over the configuration's (cmd/kubeadm/app/cmd/upgrade/apply.go).
     target = args[1] if len(args) > 1 else str(section.get("kubernetesVersion") or "") or None
     kube = ks.read(ctx)
-    if verb in ("plan", "apply") and (not ctx.fs.exists(ks.ADMIN_CONF) or not kube.get("initialized")):
+    if verb in ("plan", "apply") and not ks.admin_reachable(ctx):
         return ctx.fail("[upgrade/config] FATAL: failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: "
                         "no such file or directory\n" + TRACE)
     if verb == "plan":

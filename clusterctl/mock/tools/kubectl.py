@@ -98,7 +98,6 @@ def _not_found(kind: str, name: str) -> ToolResult:
 
 def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str | None:
     """All nodes as a ``List``, or the one node ``only`` as an object (None: no such node)."""
-    ready = ks.cni_ready(kube)
     plugin = ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES)
     nfd = ks.deployed(kube, ks.NFD_RELEASES)
     items = []
@@ -112,7 +111,7 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
         if nfd is not None:
             labels.update(ks.nfd_labels(ctx, str(node.get("host", name))))
         condition = {"type": "Ready", "status": "True", "reason": "KubeletReady",
-                     "message": "kubelet is posting ready status"} if ready and ks.node_ready(ctx, kube, node) else \
+                     "message": "kubelet is posting ready status"} if ks.node_ready(ctx, kube, node) else \
             {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": NOT_READY}
         status = {"allocatable": allocatable, "capacity": dict(allocatable),
                   "conditions": [condition, *ks_status.extra_conditions(node)],
