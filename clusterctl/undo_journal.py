@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from clusterctl.changes import Change, ChangeKind, GateRecord, UndoLine
+from clusterctl.changes import Change, ChangeKind, Gate, GateRecord, UndoLine
 from clusterctl.errors import UsageError
+from clusterctl.hostlist import compress
+from clusterctl.json_input import items, mapping, read_json, versioned
 from clusterctl.utc import epoch, file_stamp, utc_stamp
 from clusterctl.writable import replace_file
 
@@ -273,8 +275,6 @@ class Journal:
 def read_journal(path: str | Path, folder: Path | None = None) -> Journal:
     """A whole journal; bad files are a ``UsageError`` naming the file (and the field), a missing one the
     folder where the journals are (``folder``: the state folder's ``undo/`` the command was given)."""
-    from clusterctl.json_input import items, versioned
-
     where = str(path)
     if not Path(where).exists():
         raise UsageError("no such undo journal", file=where, hint=f"Journals are kept in "
@@ -311,8 +311,6 @@ def newest_journal(folder: Path, kind: str | None, hosts: Collection[str] | None
     """``undo --last [KIND]``: the newest journal in ``folder``, of the runs of ``kind`` when given (the
     command's first word, ``quarantine``, or the whole command, ``bootstrap phase kernel``), that changed
     one of ``hosts`` when given (``-l``: ``changed_on``)."""
-    from clusterctl.hostlist import compress
-
     journals, _ = journals_in(folder)
     mine = [j for j in journals if (kind is None or kind in (j.command, j.command.split(" ", 1)[0]))
             and (hosts is None or any(changed_on(r) in hosts for r in j.records))]
@@ -326,8 +324,6 @@ def newest_journal(folder: Path, kind: str | None, hosts: Collection[str] | None
 
 
 def _read(where: str, shape: Callable[[Any], T]) -> T:
-    from clusterctl.json_input import read_json
-
     # A log is the journal of a run that was stopped before it finished it.
     return read_json(where, "state", "a clusterctl undo journal", shape, decode=_from_log if _is_log(where) else None,
                      hint="Give 'clusterctl undo' the file a command named after 'undo with:' (journals are kept "
@@ -376,7 +372,7 @@ def _text_or_none(value: object) -> str | None:
 
 
 def _record_from_json(value: Any, field: str) -> GateRecord:
-    from clusterctl.json_input import MAX_PATH, flag, join, mapping, text
+    from clusterctl.json_input import MAX_PATH, flag, join, text
 
     item = mapping(value, field, required=("host", "summary", "kind", "sudo"))
 
@@ -409,8 +405,6 @@ def mark_journal_used(path: str | Path, hosts: Sequence[str]) -> None:
     overwrite what was made since (a file created again), so the next undo refuses without --force."""
     if not hosts:
         return
-    from clusterctl.json_input import mapping
-
     target = Path(path)
     # The log of a run killed before it finished its journal becomes the journal it stands for.
     data = _read(str(target), lambda value: dict(mapping(value, "")))
@@ -429,8 +423,6 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
 
     Journal hosts not in ``hosts`` are left alone; none of them there is a ``UsageError``.
     """
-    from clusterctl.changes import Gate
-
     by_host: dict[str, list[GateRecord]] = {}
     for record in records:
         by_host.setdefault(record.change.host, []).append(record)

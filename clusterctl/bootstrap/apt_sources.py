@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.matrix import parse_version
 from clusterctl.debian_version import compare_debian_versions
 from clusterctl.inventory.model import AptRepo, BootstrapConfig, StackPin
@@ -146,7 +147,5 @@ def keyring_name(repo: AptRepo, key: bytes | None = None) -> str:
 
 
 def render_sources(repo: AptRepo, keyring: str) -> str:
-    from clusterctl.bootstrap.cluster.templating import render
-
     return render("apt/repo.sources.j2", description=f"apt source '{repo.name}'", url=repo.url,
                   suites=list(repo.suites), components=list(repo.components), keyring=keyring)

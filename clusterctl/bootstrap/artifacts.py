@@ -22,12 +22,17 @@ from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url, w
 from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
 from clusterctl.bootstrap.cluster.network import cni_images
 from clusterctl.bootstrap.cluster.settings import site_image
+from clusterctl.errors import ParseError
+from clusterctl.facts.node import apt_base, parse_os_release
+from clusterctl.host_reader import HostReader
+from clusterctl.hostlist import compress
+from clusterctl.inventory.model import AptRepo
 from clusterctl.inventory.pins import CNI_PINS
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.cluster.settings import ClusterSettings
     from clusterctl.fanout import Runner
-    from clusterctl.inventory.model import AptRepo, Host, Inventory
+    from clusterctl.inventory.model import Host, Inventory
     from clusterctl.transport.base import Transport
 
 #: Which default apt source carries which package (``apt_sources.default_repos``' names).
@@ -160,8 +165,6 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
     wanted: dict[tuple[str, str, str], list[str]] = {}
     indexes: dict[tuple[str, str, str], dict[str, None]] = {}
     keys: dict[tuple[str, str], list[str]] = {}
-    from clusterctl.inventory.model import AptRepo
-
     suites: dict[tuple[str, str], list[str]] = {}
     unread: dict[str, list[str]] = {}
     for host in hosts:
@@ -193,8 +196,6 @@ def _apt(inventory: Inventory, hosts: Sequence[Host], releases: Mapping[str, Hos
         for repo in repos.values():
             if not repo.key_file and repo.key_url:
                 keys.setdefault((repo.name, repo.key_url), []).append(host.name)
-    from clusterctl.hostlist import compress
-
     notes = [f"containerd.io comes from {url}, suite {suite} (dists/{suite}/stable), for {compress(names)}: "
              "mirror that suite." for (url, suite), names in suites.items()]
     notes += [f"the OS of {compress(names)} is not known ({why}): Docker's repository for them is linux/ubuntu "
@@ -292,10 +293,6 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
 def read_releases(runner: Runner, hosts: Sequence[Host]) -> dict[str, HostRelease]:
     """Each host's ``/etc/os-release`` (read only), as the packages phase reads it; a host that
     cannot be read gets a ``HostRelease`` saying why, and the list says its OS is unknown."""
-    from clusterctl.errors import ParseError
-    from clusterctl.facts.node import apt_base, parse_os_release
-    from clusterctl.host_reader import HostReader
-
     def task(transport: Transport) -> HostRelease:
         result = HostReader(transport).run("cat /etc/os-release", timeout=30)
         if not result.ok:

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.matrix import parse_version
 from clusterctl.deep_merge import deep_merge
 from clusterctl.errors import ParseError
@@ -206,8 +207,6 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def render_config(wanted: WantedContainerd) -> str:
-    from clusterctl.bootstrap.cluster.templating import render
-
     template = "config-v2.toml.j2" if wanted.version == 2 else "config-v3.toml.j2"
     carried = dict(wanted.carried)
     plugins = carried.pop("plugins", {})

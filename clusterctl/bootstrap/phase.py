@@ -9,15 +9,13 @@ one ``Gate`` (see ``clusterctl.engine.phase`` for the whole contract).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Generic
+from typing import ClassVar, Generic
 
+from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_settings, left_to_site
 from clusterctl.bootstrap.run_data import RunData, RunOptions
 from clusterctl.engine.phase import Phase as EnginePhase
 from clusterctl.engine.phase import PhaseContext as EngineContext
 from clusterctl.engine.phase import State
-
-if TYPE_CHECKING:
-    from clusterctl.bootstrap.cluster.settings import ClusterSettings
 
 
 @dataclass
@@ -31,8 +29,6 @@ class PhaseContext(EngineContext):
 
     def settings(self) -> ClusterSettings:
         """The run's cluster settings (the ``bootstrap:`` section), built once from the inventory."""
-        from clusterctl.bootstrap.cluster.settings import cluster_settings
-
         with self.shared.lock:
             if self.shared.cluster_settings is None:
                 self.shared.cluster_settings = cluster_settings(self.inventory)
@@ -67,6 +63,4 @@ class ClusterWidePhase(Phase[State]):
 
     def not_needed(self, ctx: PhaseContext) -> str | None:
         """What the inventory leaves to the site (its own CNI, its own GPU add-ons): ``settings.left_to_site``."""
-        from clusterctl.bootstrap.cluster.settings import left_to_site
-
         return left_to_site(self.name, ctx.settings(), ctx.inventory.hosts)

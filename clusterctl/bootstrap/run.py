@@ -9,10 +9,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusterctl import __version__
+from clusterctl.bootstrap.cluster.settings import cluster_settings
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import select_phases
+from clusterctl.bootstrap.reset_journals import ResetJournals, bootstrap_journals
 from clusterctl.bootstrap.run_data import RunData, RunOptions
 from clusterctl.changes import ChangeKind
+from clusterctl.engine.confirm import HostConfirmations
 from clusterctl.engine.lock import DEFAULT_LOCK_PATH
 from clusterctl.engine.phase import Phase as EnginePhase
 from clusterctl.engine.progress import ProgressStore, RunPlace
@@ -26,10 +30,11 @@ from clusterctl.engine.run import (
     run_phases,
 )
 from clusterctl.errors import UsageError
+from clusterctl.inputfile import LIMITS
+from clusterctl.saved_survey import load_saved_survey
 from clusterctl.secret import mask_text
 
 if TYPE_CHECKING:
-    from clusterctl.bootstrap.reset_journals import ResetJournals
     from clusterctl.fanout import Runner
     from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
@@ -72,8 +77,6 @@ def run(
     resumed_with = None
     journals = None
     if any(p.name == "reset" for p in phases):
-        from clusterctl.bootstrap.reset_journals import bootstrap_journals
-
         journals = bootstrap_journals(place.journal_dir, cluster=inventory.name, fleet=place.key)
     store = None
     if request.apply:
@@ -82,8 +85,6 @@ def run(
         if request.survey:
             store.survey = str(Path(request.survey).expanduser().resolve())
     options = run_options(inventory, hosts, phases, request, journals)
-    from clusterctl.engine.confirm import HostConfirmations
-
     fleet_path = place.progress_path
     confirmations = HostConfirmations.load(fleet_path.with_name(fleet_path.stem + ".confirmed.json"))
     # A plan changes nothing before any read; an applying run reads ahead where it expects no change.
@@ -149,8 +150,6 @@ def inputs_digest(inventory: Inventory, host: Host, options: RunOptions, survey:
     is on: adding a host moves the others), the cluster-wide sections (without the hosts and the
     groups' member lists), the run's options (without the list of hosts), the saved survey's content
     (``survey``: ``survey_digest``, taken once per run) and clusterctl's version."""
-    from clusterctl import __version__
-
     entry = replace(host, source=None)
     cluster = replace(inventory, hosts=(), groups={}, source=None)
     opts = replace(options, hosts=(), applying=False)
@@ -162,8 +161,6 @@ def survey_digest(path: str | None) -> str:
     """The saved survey's content as a digest (its content, not only its name: the labels come from
     it), read in pieces and no further than the survey's input limit: ``--survey /dev/zero`` on a run
     whose phases never read it must not read forever."""
-    from clusterctl.inputfile import LIMITS
-
     survey = hashlib.sha256()
     if path:
         left = LIMITS["survey"] + 1
@@ -255,12 +252,8 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     options = replace(request.options, hosts=tuple(h.name for h in hosts), survey=survey, applying=request.apply,
                       reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):
-        from clusterctl.bootstrap.cluster.settings import cluster_settings
-
         cluster_settings(inventory)
         if survey:
-            from clusterctl.saved_survey import load_saved_survey
-
             load_saved_survey(survey)
     return options
 

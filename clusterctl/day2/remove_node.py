@@ -34,6 +34,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from clusterctl.bootstrap.registry import phase_named
+from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 from clusterctl.changes import Change
 from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
@@ -155,9 +157,6 @@ class DeleteNode(Phase["KubeNode | None", PhaseContext]):
 
 def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool,
                 drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, state_dir: str | None = None) -> RemovalReport:
-    from clusterctl.bootstrap.registry import phase_named
-    from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
-
     name = host.name
     via = next((h for h in inventory.control_planes if h.name != name), None)
     if via is None:

@@ -38,6 +38,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from clusterctl.bootstrap.apt_sources import KEYRING_DIR, chosen_repos, packages_index_url, upstream_part
+from clusterctl.bootstrap.artifacts_probe import parse_packages_index
 from clusterctl.bootstrap.cluster.kubeadm import APISERVER_MANIFEST, render_upgrade_config, upgrade_command
 from clusterctl.bootstrap.cluster.settings import KubernetesVersion
 from clusterctl.bootstrap.phase import Phase, PhaseContext
@@ -49,6 +50,8 @@ from clusterctl.bootstrap.phases.packages import (
     read_downgrades,
     refused_downgrades,
 )
+from clusterctl.bootstrap.registry import phase_named
+from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_APT, MAKES_DIR, MAKES_NO_TRACE, MAKES_REPO, Change
 from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node, read_nodes
@@ -60,6 +63,7 @@ from clusterctl.engine.run import RunSettings, SkipReason, Status, finished, sel
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
+from clusterctl.inventory.model import StackPin
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import TransportError
@@ -247,8 +251,6 @@ class Rollout:
 
 
 def _stack_phases() -> list[EnginePhase[Any, Any]]:
-    from clusterctl.bootstrap.registry import phase_named
-
     return [NodePackages(), phase_named("containerd"), phase_named("nvidia-runtime")]
 
 
@@ -454,8 +456,6 @@ class Uncordon(UpgradePhase):
 
 def upgrade_phases(rollout: Rollout) -> list[EnginePhase[Any, Any]]:
     """The rollout, in order: each node's phases, then the cluster's (once, after the last node)."""
-    from clusterctl.bootstrap.registry import phase_named
-
     return [UpgradeKubeadm(rollout), KubeadmUpgrade(rollout), UpgradeDrain(rollout), UpgradeKubelet(rollout),
             *_stack_phases(), RestartKubelet(rollout), NodeReady(rollout), Uncordon(rollout),
             phase_named("network"), phase_named("gpu-addons")]
@@ -484,9 +484,6 @@ def _current(runner: Runner, first_cp: Host) -> KubernetesVersion:
 
 def repository_versions(transport: Transport, inventory: Inventory, target: KubernetesVersion) -> tuple[str, list[str]]:
     """The Kubernetes apt repository of ``target``'s minor (mirrors applied) and the kubeadm versions it offers."""
-    from clusterctl.bootstrap.artifacts_probe import parse_packages_index
-    from clusterctl.inventory.model import StackPin
-
     repos = chosen_repos(StackPin(kubernetes=target.text), inventory.bootstrap, None, None)
     repo = next((r for r in repos if r.name == "kubernetes"), None)
     if repo is None:
@@ -610,8 +607,6 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     Ctrl-C or SIGTERM is the engine's: the ``Interrupted`` it raises again names the journal and
     ``upgrade apply --resume``.
     """
-    from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
-
     first = inventory.first_control_plane
     if first is None:
         raise UsageError("the inventory has no control-plane host", field="roles")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import Gate, GateRecord
+from clusterctl.engine.progress import RunPlace
 from clusterctl.errors import Interrupted
 
 if TYPE_CHECKING:
@@ -38,8 +39,6 @@ def journaled_gate(command: str, inventory: Inventory, *, apply: bool, state_dir
     after (``interrupted``: the runner's, for phases run through this gate, ``RunSettings.gate``). The journal
     names the cluster and fleet and goes where a phase run's does (``RunPlace.journal``: one writer, one
     folder: ``<state dir>/undo``, ``state_dir`` the command's ``--state-dir``)."""
-    from clusterctl.engine.progress import RunPlace
-
     journal = RunPlace.of(inventory, command, state_dir).journal(command) if apply else None
     step = JournaledGate(Gate(apply=apply, log=journal, interrupted=interrupted))
     try:

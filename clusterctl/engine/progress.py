@@ -22,14 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
+from clusterctl.json_input import matching, read_json
 from clusterctl.secret import mask_text
+from clusterctl.undo_journal import WriteAheadJournal
 from clusterctl.utc import utc_stamp
 from clusterctl.writable import replace_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
-    from clusterctl.undo_journal import WriteAheadJournal
 
 FORMAT_VERSION = 1
 #: Statuses that mean "done": a resumed run verifies these and skips them.
@@ -95,8 +96,6 @@ class RunPlace:
         return ProgressStore.load(path, self.cluster, self.command) if path.exists() else None
 
     def journal(self, command: str) -> WriteAheadJournal:
-        from clusterctl.undo_journal import WriteAheadJournal
-
         return WriteAheadJournal(command=command, folder=self.journal_dir, cluster=self.cluster, fleet=self.key)
 
 
@@ -117,8 +116,6 @@ class ProgressStore:
 
     @classmethod
     def load(cls, path: Path, cluster: str, command: str = "bootstrap") -> ProgressStore:
-        from clusterctl.json_input import matching, read_json
-
         store = cls(path, cluster)
         if not path.exists():
             return store

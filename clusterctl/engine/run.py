@@ -34,21 +34,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate, UndoLine
 from clusterctl.engine import lock as host_lock
+from clusterctl.engine.confirm import HostConfirmations, Read, confirm_hosts, record_hosts
 from clusterctl.engine.phase import Phase, PhaseContext, Wait
 from clusterctl.engine.progress import DONE, INTERRUPTED
 from clusterctl.engine.read_ahead import Batch, ReadAhead, batches
-from clusterctl.errors import Interrupted
+from clusterctl.errors import Interrupted, UsageError
+from clusterctl.fanout import FleetInterrupted, Runner
 from clusterctl.findings import Finding, Severity, fails, sorted_findings
 from clusterctl.host_reader import HostReader, ReadOnlyHost
+from clusterctl.hostlist import compress
+from clusterctl.inventory.values import did_you_mean
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, Transport, TransportError
 from clusterctl.undo_journal import undo_line, undoable
 from clusterctl.wording import first_few
 
 if TYPE_CHECKING:
-    from clusterctl.engine.confirm import HostConfirmations, Read
     from clusterctl.engine.progress import ProgressStore
-    from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
     from clusterctl.undo_journal import WriteAheadJournal
 
@@ -302,9 +304,6 @@ def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None
     """The phases of a run (``phase NAME``, ``--skip-phases a,b``): ``phases`` in order, or the one named.
     ``on_demand`` phases (bootstrap's reset) run only when named. A name that is no phase is exit 2,
     naming it and the phases there are, and so is a ``--skip-phases`` that leaves nothing to run."""
-    from clusterctl.errors import UsageError
-    from clusterctl.inventory.values import did_you_mean
-
     names = [p.name for p in [*phases, *on_demand]]
     skipped = [s.strip() for s in (skip or "").split(",") if s.strip()]
     for name, given in [*([(only, "phase")] if only else []), *((name, "--skip-phases") for name in skipped)]:
@@ -551,8 +550,6 @@ def _put_back(run: _Run) -> None:
         undone = gate.undo(transport, gate.records_for(name)[todo[name][2]:]) if name in todo else []
         return undone + gate.clean_up_left(transport)
 
-    from clusterctl.fanout import FleetInterrupted
-
     try:
         fleet = run.runner.run_task(list(by_name.values()), put_back, label="put back",
                                     timeout_s=PUT_BACK_AFTER_INTERRUPT_S)
@@ -585,8 +582,6 @@ def _applicable(run: _Run) -> dict[str, list[Phase[Any, Any]]]:
 
 def _confirm_unchanged(run: _Run) -> frozenset[str]:
     """The hosts whose every phase of this run is confirmed by their one batched read."""
-    from clusterctl.engine.confirm import confirm_hosts
-
     store, inputs_digest, inventory = run.settings.confirmations, run.settings.inputs_digest, run.inventory
     assert store is not None and inputs_digest is not None
     candidates = []
@@ -601,8 +596,6 @@ def _confirm_unchanged(run: _Run) -> frozenset[str]:
             candidates.append((entry, record))
     confirmed = confirm_hosts(run.runner, candidates)
     if confirmed:
-        from clusterctl.hostlist import compress
-
         run.report.notes.append(f"unchanged since the last run (one batched read each, no phase read or lock): "
                                 f"{compress(h.name for h in run.hosts if h.name in confirmed)}")
     return frozenset(confirmed)
@@ -610,8 +603,6 @@ def _confirm_unchanged(run: _Run) -> frozenset[str]:
 
 def _record_unchanged(run: _Run) -> None:
     """Keep, for each host whose phases all ended with nothing left to do, the reads that show it."""
-    from clusterctl.engine.confirm import record_hosts
-
     store, inputs_digest, report = run.settings.confirmations, run.settings.inputs_digest, run.report
     assert store is not None and inputs_digest is not None
     results = {(r.host, r.phase): r for r in report.results}
@@ -711,8 +702,6 @@ def _lock_hosts(run: _Run, hosts: Sequence[Host]) -> list[Host]:
         except TransportError:
             answers.forget()
         return note
-
-    from clusterctl.fanout import FleetInterrupted
 
     try:
         fleet = run.runner.run_task(hosts, take, label="lock")

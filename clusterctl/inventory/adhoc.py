@@ -28,17 +28,14 @@ def inventory_from_host_list(spec: str) -> Inventory:
         raise UsageError(f"-i {spec!r}: {exc}.", hint="Write hosts as 'gpu-[01-16],login1' or 'a,b,'.") from None
     if not items:
         raise UsageError(f"-i {spec!r} names no host.", hint="Write hosts as 'gpu-[01-16],login1' or 'a,b,'.")
-    hosts: list[Host] = []
-    seen: set[str] = set()
+    hosts: dict[str, Host] = {}
     for item in items:
         m = _ITEM.match(item)
         if m is None or not _SAFE_NAME.match(m.group("host")):
             raise UsageError(f"-i {spec!r}: {item!r} is not [user@]host[:port].")
         name = m.group("host").strip("[]")
-        if name in seen:
-            continue
-        seen.add(name)
-        port = int(m.group("port")) if m.group("port") else None
-        hosts.append(Host(name=name, user=m.group("user"), port=port, groups=("ungrouped",), source="-i"))
-    groups = {"ungrouped": tuple(h.name for h in hosts)}
-    return Inventory(name="ad-hoc", hosts=tuple(hosts), groups=groups, source=f"-i {spec}", format="host-list")
+        if name not in hosts:  # the first of a name's items says how to reach it
+            port = int(m.group("port")) if m.group("port") else None
+            hosts[name] = Host(name=name, user=m.group("user"), port=port, groups=("ungrouped",), source="-i")
+    return Inventory(name="ad-hoc", hosts=tuple(hosts.values()), groups={"ungrouped": tuple(hosts)},
+                     source=f"-i {spec}", format="host-list")

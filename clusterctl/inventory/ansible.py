@@ -322,11 +322,8 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
         hosts.append(HostBuilder(file=tree.file, name=host_def.name, line=host_def.line, vars=merged, groups=listed,
                                  base_dir=base_dir).build())
 
-    group_hosts: dict[str, tuple[str, ...]] = {}
-    for name in tree.groups:
-        if name == "all" or (name == "ungrouped" and not ungrouped.hosts):
-            continue
-        group_hosts[name] = tuple(h.name for h in hosts if name in h.groups)
+    group_hosts = {name: tuple(h.name for h in hosts if name in h.groups) for name in tree.groups
+                   if name != "all" and (name != "ungrouped" or ungrouped.hosts)}
     if not hosts:
         raise tree.error("the inventory lists no hosts.", None, hint="Add host lines under a [group] section.")
     return Inventory(name=Path(tree.file).stem, hosts=tuple(hosts), groups=group_hosts, source=tree.file, format=fmt)

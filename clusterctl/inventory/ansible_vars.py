@@ -124,12 +124,9 @@ class HostBuilder(InventoryFileReader):
         explicit = self.convert(("clusterctl_roles",), values.roles)
         if explicit is not None:
             return tuple(explicit)
-        found = []
-        if any(g in CONTROL_PLANE_GROUPS for g in self.groups):
-            found.append("control-plane")
-        if any(g in WORKER_GROUPS for g in self.groups):
-            found.append("worker")
-        return tuple(found) or ("worker",)
+        found = tuple(role for role, names in (("control-plane", CONTROL_PLANE_GROUPS), ("worker", WORKER_GROUPS))
+                      if not names.isdisjoint(self.groups))
+        return found or ("worker",)
 
     def transport(self) -> TransportKind:
         explicit = self.convert(("clusterctl_transport",), values.transport)

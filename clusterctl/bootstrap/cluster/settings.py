@@ -32,6 +32,7 @@ from clusterctl.inventory.cluster_sections import (
     text_setting,
 )
 from clusterctl.inventory.pins import CNI_PINS, KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
+from clusterctl.templating import label_value
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -189,8 +190,6 @@ def kubelet_node_labels(host: Host) -> dict[str, str]:
     ``topology.kubernetes.io/zone`` is one of the few ``kubernetes.io`` labels a kubelet may set
     on itself (NFD may not set it at all); the rack goes under clusterctl's own prefix.
     """
-    from clusterctl.templating import label_value
-
     labels: dict[str, str] = {}
     zone = host_zone(host)
     if zone:

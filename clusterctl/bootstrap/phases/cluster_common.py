@@ -11,27 +11,27 @@
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change, ChangeKind, make_folders
+from clusterctl.cluster_access import read_nodes
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
 from clusterctl.facts.kube_nodes import KubeNode
+from clusterctl.saved_survey import SavedSurvey, load_saved_survey
 from clusterctl.transport.base import CommandResult
 
 if TYPE_CHECKING:
     from clusterctl.bootstrap.phase import PhaseContext
     from clusterctl.inventory.model import Host
-    from clusterctl.saved_survey import SavedSurvey
 
 def survey(ctx: PhaseContext) -> SavedSurvey | None:
     shared = ctx.shared
     with shared.lock:
         if not shared.survey_read:
             if ctx.options.survey:
-                from clusterctl.saved_survey import load_saved_survey
-
                 shared.survey = load_saved_survey(ctx.options.survey)
             shared.survey_read = True
         return shared.survey
@@ -94,8 +94,6 @@ def api_ready(ctx: PhaseContext) -> bool:
 
 
 def nodes(ctx: PhaseContext) -> list[KubeNode]:
-    from clusterctl.cluster_access import read_nodes
-
     return list(read_nodes(ctx.reader).values())
 
 
@@ -107,8 +105,6 @@ def settle_s(ctx: PhaseContext, default: float) -> float:
 def poll(ctx: PhaseContext, command: str, *, within_s: float, every_s: float = 10.0,
          timeout: float | None = None) -> CommandResult:
     """Run ``command`` until it succeeds or ``within_s`` has passed (each run within ``timeout``); the last result."""
-    import time
-
     deadline = time.monotonic() + within_s
     while True:
         result = ctx.reader.run(command, sudo=True, timeout=timeout or max(30.0, every_s * 3))

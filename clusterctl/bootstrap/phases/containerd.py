@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR
+from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.containerd_config import (
     DropinProblem,
     WantedContainerd,
@@ -76,8 +77,6 @@ def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
 
 
 def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:
-    from clusterctl.bootstrap.cluster.templating import render
-
     return render("containerd/hosts.toml.j2", registry=registry, server=registry_server(registry),
                   mirrors=list(mirrors))
 

@@ -17,12 +17,16 @@ removes them all (and disables the timer); the API objects go with the cluster.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import yaml
 
 from clusterctl.agent.bundle import BUNDLE_PATH, DIGEST_PATH, PYTHON, build, digest_line
 from clusterctl.agent.main import CONFIG_PATH
@@ -63,9 +67,6 @@ def node_names(ctx: PhaseContext) -> list[str]:
 def read_tokens(ctx: PhaseContext, identities: set[str] | None = None) -> dict[str, Secret]:
     """Node -> token of its agent's ServiceAccount, from the token Secrets the token controller filled;
     ``identities`` gets every node that has one, token or not yet."""
-    import base64
-    import binascii
-
     result = ctx.reader.run(kubectl(f"get secrets -n {NAMESPACE} -l {LABEL} -o json"), sudo=True, timeout=60)
     if not result.ok:
         return {}
@@ -182,8 +183,6 @@ class AgentState:
 
 
 def _token_in(kubeconfig: bytes | None) -> Secret | None:
-    import yaml
-
     if not kubeconfig:
         return None
     try:

@@ -34,6 +34,8 @@ from clusterctl.changes import MAKES_APT, MAKES_FILE, MAKES_NO_TRACE, MAKES_PACK
 from clusterctl.errors import UsageError
 from clusterctl.facts.packages import PackageFacts, packages_probe, parse_packages_probe
 from clusterctl.findings import Finding, Severity
+from clusterctl.host_reader import HostReader
+from clusterctl.hostlist import compress
 from clusterctl.inventory.model import AptRepo
 
 if TYPE_CHECKING:
@@ -82,8 +84,6 @@ def read_downgrades(runner: Runner, hosts: Sequence[Host], inventory: Inventory,
     before a run changes anything: a refusal then stops it with nothing changed, not after its first phases.
     Returns the findings, and the answers by host: the run's first read (``RunSettings.answered``). A host that
     does not answer is left out, for the run to report as every other failure."""
-    from clusterctl.host_reader import HostReader
-
     def read_host(transport: Transport) -> tuple[Finding | None, dict[tuple[str, bool], CommandResult]]:
         reader = HostReader(transport, what=what)
         reader.remember()
@@ -100,8 +100,6 @@ def refused_downgrades(findings: Iterable[Finding], named: Mapping[str, str] | N
     run (``gpu-a[1-3] run kubelet, kubeadm, kubectl 1.36.3-1.1``), the pins with what pins each (the field,
     or what ``named`` says the command calls it: upgrade's ``--to``), and each package's field; ``None``: no
     downgrade was refused."""
-    from clusterctl.hostlist import compress
-
     groups: dict[str, list[str]] = {}
     pinned: dict[str, str] = {}
     fields: dict[str, str] = {}
