@@ -171,12 +171,7 @@ def _strip_borders(text: str) -> str | None:
 
 
 def _may_have_border(text: str) -> bool:
-    if not text:
-        return False
-    if text[-1] in _BOX_CHARS:
-        return True
-    first = text.lstrip()[:1]
-    return bool(first) and first in _BOX_CHARS
+    return bool(text) and (text[-1] in _BOX_CHARS or text.lstrip()[:1] in _BOX_CHARS)
 
 
 def _split(text: str) -> list[str]:

@@ -61,15 +61,8 @@ class FstabSwap:
 
 def fstab_swap_lines(text: str) -> tuple[FstabSwap, ...]:
     """Active (not commented) fstab lines whose type field is ``swap``."""
-    out: list[FstabSwap] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        fields = stripped.split()
-        if len(fields) >= 3 and fields[2] == "swap":
-            out.append(FstabSwap(number, line))
-    return tuple(out)
+    return tuple(FstabSwap(number, line) for number, line in enumerate(text.splitlines(), start=1)
+                 if not line.lstrip().startswith("#") and line.split()[2:3] == ["swap"])
 
 
 def comment_out_swap(text: str) -> str:

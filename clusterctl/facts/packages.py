@@ -89,10 +89,9 @@ def parse_packages_probe(text: str) -> PackageFacts:
     release = sections.read("os-release", parse_os_release) if "=" in sections.text("os-release") else {}
     packages = sections.read("packages", parse_dpkg_query)
     holds = sections.read("holds", parse_showhold) if "not found" not in sections.text("holds") else frozenset()
-    arch = sections.text("arch").strip() or None
-    if arch is not None and not re.fullmatch(r"[a-z0-9]+", arch):
-        arch = None
+    arch = sections.text("arch").strip()
     listing = sections.text("keyrings")
     keyrings = frozenset() if ls_failed(listing) else frozenset(
         line.strip() for line in listing.splitlines() if line.strip())
-    return PackageFacts(release.get("ID"), *apt_base(release), arch, packages, holds, files_read(sections), keyrings)
+    return PackageFacts(release.get("ID"), *apt_base(release), arch if re.fullmatch(r"[a-z0-9]+", arch) else None,
+                        packages, holds, files_read(sections), keyrings)

@@ -29,6 +29,7 @@ Only a missing GPU-to-GPU block (the core of the matrix) refuses the input.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
@@ -115,11 +116,7 @@ def _is_header(tokens: list[str]) -> bool:
 def _parse_header(line: Line, warnings: list[ParseWarning]) -> _Header:
     """Device labels and the trailing column names of the header line."""
     text = " ".join(line.text.split())
-    cut = len(text)
-    for name in _EXTRA_COLUMNS:
-        position = text.find(name)
-        if position >= 0:
-            cut = min(cut, position)
+    cut = min((position for name in _EXTRA_COLUMNS if (position := text.find(name)) >= 0), default=len(text))
     tokens = text[:cut].split()
     labels: list[str] = []
     clipped = False
@@ -414,19 +411,16 @@ class _Reader:
                  nic_names: dict[str, str]) -> list[TopoDevice]:
         affinity = self._affinities(header, rows)
         devices: list[TopoDevice] = []
-        gpu_count = nic_count = 0
+        counts: Counter[str] = Counter()  # a device's index is its place among those of its kind
         for label in labels:
             values = affinity.get(label, {})
-            if label.startswith("GPU"):
-                kind, position, name = "gpu", gpu_count, None
-                gpu_count += 1
-            else:
-                kind, position, name = "nic", nic_count, nic_names.get(label, label)
-                nic_count += 1
-            devices.append(TopoDevice(label=label, kind=kind, index=position, device_name=name,
+            kind = "gpu" if label.startswith("GPU") else "nic"
+            devices.append(TopoDevice(label=label, kind=kind, index=counts[kind],
+                                      device_name=None if kind == "gpu" else nic_names.get(label, label),
                                       cpu_affinity=values.get("CPU Affinity"),
                                       numa_affinity=values.get("NUMA Affinity"),
                                       gpu_numa_id=values.get("GPU NUMA ID")))
+            counts[kind] += 1
         return devices
 
     def _affinities(self, header: _Header, rows: dict[str, _Row]) -> dict[str, dict[str, str | None]]:
