@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import BadValue, ClusterctlError, UsageError
+from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
@@ -64,7 +65,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def slurm_health(args: argparse.Namespace, transport: Transport) -> int:
     from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
-    from clusterctl.terminal_text import one_line
 
     fabric = _config(transport, args.config).get("fabric")
     check = run_slurm_check(transport, SlurmCheckOptions(node=args.node, deadline_s=args.deadline, since=args.since,
@@ -145,7 +145,6 @@ def _config(transport: Transport, path: str) -> dict[str, Any]:
 
 def node_agent(args: argparse.Namespace, transport: Transport) -> int:
     from clusterctl.agent.run import AgentOptions, run_once
-    from clusterctl.terminal_text import one_line
 
     values = _config(transport, args.config)
     values.update({k: getattr(args, k) for k in _KEYS if getattr(args, k) is not None})
@@ -173,8 +172,6 @@ def main(argv: Sequence[str] | None = None, transport: Callable[[], Transport] =
     try:
         return {"node-agent": node_agent, "slurm-health": slurm_health}[args.command](args, transport())
     except ClusterctlError as exc:  # a bad config or option: one paragraph, as clusterctl's own errors
-        from clusterctl.terminal_text import one_line
-
         # It may quote the file (an unknown key): shown as text, as clusterctl's error printer does.
         print(f"clusterctl-node: {one_line(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)

@@ -58,5 +58,4 @@ def render(findings: Iterable[Finding], figures: RunFigures) -> bytes:
         Gauge("clusterctl_node_health_conditions_published", "1 when the last run wrote its NodeConditions, "
               "0 when the API server could not be reached or refused", ["hostname"],
               registry=registry).labels(host).set(1 if figures.conditions_published else 0)
-    data: bytes = generate_latest(registry)
-    return data
+    return generate_latest(registry)

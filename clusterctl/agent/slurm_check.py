@@ -111,6 +111,3 @@ def _short_hostname(transport: Transport) -> str:
     result = transport.run("hostname -s 2>/dev/null || hostname", timeout=SCONTROL_TIMEOUT_S)
     name = result.stdout.strip().split(".")[0]
     return name or transport.host.name.split(".")[0]
-
-
-__all__ = ["DEFAULT_DEADLINE_S", "SlurmCheck", "SlurmCheckOptions", "run_slurm_check"]

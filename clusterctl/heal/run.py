@@ -29,6 +29,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from clusterctl.bmc.credentials import bmc_password
+from clusterctl.bmc.power import BmcTarget, PowerAction, bmc_config, power_change
+from clusterctl.bmc.redfish import BmcError, RedfishBmc, address_for
 from clusterctl.changes import MAKES_NO_TRACE, Change, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import ControlPlaneUnreachable, NoCluster, on_control_plane, read_node
 from clusterctl.day2.drain import DrainNode
@@ -45,6 +48,7 @@ from clusterctl.health.checks import gpu_index
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.policy import counts_against
+from clusterctl.quarantine.release import refusals, release_hosts
 from clusterctl.quarantine.run import control_plane
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import FailureKind, TransportError
@@ -180,7 +184,7 @@ class _Healer:
     def gate_passes(self, times: int) -> bool:
         """The release gate (``release``'s checks at the heal level) ``times`` times in a row; its last findings
         are kept (``findings``)."""
-        from clusterctl.quarantine.release import health_and_nccl_checks, refusals
+        from clusterctl.quarantine.release import health_and_nccl_checks  # looked up here: a test swaps it
 
         checks = health_and_nccl_checks(self.config.level, self.inventory.hosts, self.inventory.quarantine)
         for attempt in range(times):
@@ -198,8 +202,6 @@ class _Healer:
 
     def errors(self) -> str:
         """What keeps the host out, by release's own rule (``refusals``), in words."""
-        from clusterctl.quarantine.release import refusals
-
         return "; ".join(refusals(self.findings, self.inventory.quarantine)) or "no error finding"
 
     # -- the chain -----------------------------------------------------------------------
@@ -275,8 +277,6 @@ class _Healer:
                                                       f"the host's {report.failed_hosts.get(self.host.name, '')}")
 
     def release(self) -> HostHeal:
-        from clusterctl.quarantine.release import release_hosts
-
         (released,) = release_hosts(self.runner, self.inventory, [self.host], self.gate, checks=None)
         result = self.result
         if released.released:
@@ -451,10 +451,6 @@ class PowerCycle(_ComesBack):
         """The BMC's address, power state (read in a dry run too, as 'power cycle --dry-run' does: a BMC that does
         not answer or refuses the credentials fails the plan as it would the run) and the gate's target; or why
         there is none."""
-        from clusterctl.bmc.credentials import bmc_password
-        from clusterctl.bmc.power import BmcTarget, bmc_config
-        from clusterctl.bmc.redfish import BmcError, RedfishBmc, address_for
-
         super().check(ctx)
         name = ctx.host.name
         try:
@@ -471,8 +467,6 @@ class PowerCycle(_ComesBack):
         return [Finding(Severity.ERROR, "BMC", state, host=ctx.host.name)] if isinstance(state, str) else []
 
     def plan(self, ctx: PhaseContext, state: Any) -> list[Change]:
-        from clusterctl.bmc.power import PowerAction, power_change
-
         url, power, self.target = state
         change = power_change(ctx.host.name, PowerAction.CYCLE, power, url, timeout_s=self.limit_s)
         return [change] if change is not None else []

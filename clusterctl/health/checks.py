@@ -13,7 +13,7 @@ import datetime
 import statistics
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import accumulate
@@ -181,12 +181,14 @@ def _median_without(spread: tuple[list[int], list[int]], own: list[int]) -> floa
 # --- nvidia-smi -q ------------------------------------------------------------------------
 
 
-def check_gpus(host: HostInput, baseline: Baseline) -> list[Finding]:
+def check_gpus(host: HostInput, baseline: Baseline) -> Iterator[Finding]:
     def usual_width() -> int | None:
         return baseline.kept.get(("pcie-width", host.peer_key), lambda: usual_pcie_width(
             g.pcie_width_current for p in baseline.peers(host) for g in p.gpus))
 
-    return [f for gpu in host.gpus for f in _gpu_findings(host.name, gpu, usual_width)] + _fleet_gpu(host, baseline)
+    for gpu in host.gpus:
+        yield from _gpu_findings(host.name, gpu, usual_width)
+    yield from _fleet_gpu(host, baseline)
 
 
 #: ``add(severity, code, message, **more)``: a finding about one GPU, the message after its bus id and model.
@@ -321,20 +323,19 @@ def _temperature(gpu: GpuHealth, add: AddFinding) -> None:
             fix="Check fans, airflow and inlet temperature; the GPU slows itself down here.")
 
 
-def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
-    found: list[Finding] = []
+def _fleet_gpu(host: HostInput, baseline: Baseline) -> Iterator[Finding]:
     group = baseline.peers(host)
     model = host.peer_key[0]
     expected = baseline.gpu_count(model)
     if host.probe and host.probe.smi and expected and len(host.gpus) < expected:
-        found.append(_finding(
+        yield _finding(
             Severity.ERROR, "GPU_MISSING", host.name,
             f"nvidia-smi lists {len(host.gpus)} GPU(s), most {f'{model} ' if model else ''}hosts have {expected}",
             evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}", action="RESTART_BM",
             fix="Drain the host and reboot it: a GPU is gone from the bus or from the driver (look for Xid 79 / "
-                "'fallen off the bus' in the kernel log); RMA if it stays missing."))
+                "'fallen off the bus' in the kernel log); RMA if it stays missing.")
     if len(group) < 3:
-        return found
+        return
 
     def peer_values() -> tuple[float | None, str | None, float]:
         gpus = [g for p in group for g in p.gpus]
@@ -346,25 +347,24 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> list[Finding]:
     for gpu in host.gpus:
         subject = f"GPU {nvsmi_id(gpu)}"
         if cap and gpu.power_limit_w and gpu.power_limit_w < cap * 0.95:
-            found.append(_finding(
+            yield _finding(
                 Severity.WARNING, "GPU_POWER_LIMIT_LOW", host.name,
                 f"{gpu.bus_id}: power limit {gpu.power_limit_w:g} W, peers run at {cap:g} W", subject=subject,
                 fix=f"Restore the power limit (nvidia-smi -i {nvsmi_id(gpu)} -pl {cap:g}) unless it was capped on "
-                    "purpose."))
+                    "purpose.")
         if mig and gpu.mig_mode and gpu.mig_mode != mig:
-            found.append(_finding(
+            yield _finding(
                 Severity.WARNING, "GPU_MIG_MODE_DIFFERS", host.name,
                 f"{gpu.bus_id}: MIG mode {gpu.mig_mode}, peers have {mig}", subject=subject,
-                fix="Set the MIG mode the fleet uses (nvidia-smi -i N -mig 0|1, then reset the GPU)."))
+                fix="Set the MIG mode the fleet uses (nvidia-smi -i N -mig 0|1, then reset the GPU).")
         value = gpu.ecc.volatile_correctable or 0
         if value >= max(ECC_CORRECTABLE_FLOOR, FLEET_FACTOR * correctable):
-            found.append(_finding(
+            yield _finding(
                 Severity.WARNING, "GPU_ECC_CORRECTABLE_HIGH", host.name,
                 f"{gpu.bus_id}: {value} correctable ECC errors since the last reset (peers' median {correctable:g})",
                 subject=subject, count=value,
                 fix="Watch it: a rising correctable count often precedes row remaps; reset the GPU at the next "
-                    "maintenance window and compare with 'clusterctl health compare'."))
-    return found
+                    "maintenance window and compare with 'clusterctl health compare'.")
 
 
 # --- kernel log -----------------------------------------------------------------------
@@ -411,26 +411,25 @@ def in_window(host: HostInput) -> tuple[list[KernelEvent], list[KernelEvent]]:
     return inside, before
 
 
-def check_kernel_log(host: HostInput) -> list[Finding]:
+def check_kernel_log(host: HostInput) -> Iterator[Finding]:
     probe = host.probe
     if probe is None or probe.kernel is None:
-        return []
+        return
     gpus = {pci_address(g.bus_id): g for g in host.gpus}
     groups: dict[tuple[str, str | None, int | None], list[KernelEvent]] = {}
     inside, before = in_window(host)
     for event in inside:
         groups.setdefault((event.kind, pci_address(event.pci), event.code), []).append(event)
-    found: list[Finding] = []
     if before:
         kinds = sorted({f"Xid {e.code}" if e.kind == "xid" else f"SXid {e.code}" if e.kind == "sxid" else e.kind
                         for e in before})
-        found.append(_finding(
+        yield _finding(
             Severity.INFO, "KERNEL_LOG_BEFORE_WINDOW", host.name,
             f"{len(before)} kernel log event(s) before the --since {_duration(probe.since_s or 0)} window left out "
             f"({', '.join(kinds)}; last {before[-1].timestamp}): the log source returned them although they are "
             "older",
             evidence=before[-1].text, count=len(before),
-            fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'."))
+            fix="Widen --since to judge them (health --since 7d), or look at them with 'clusterctl health read'.")
     # The driver follows an Xid 79 with its own "GPU ... has fallen off the bus" line: one fault, one finding
     # (GPU_XID, which heal and quarantine act on), the driver's line in its evidence. GPU_FELL_OFF_BUS is that
     # line with no Xid 79 for the GPU.
@@ -447,47 +446,45 @@ def check_kernel_log(host: HostInput) -> list[Finding]:
             entry = xid_catalog.catalog().get(code)
             meaning = f"{entry.mnemonic}: {entry.description}" if entry else "not in NVIDIA's catalogue"
             driver = off_bus.get(pci) if code == 79 and pci else None
-            found.append(_finding(
+            yield _finding(
                 severity, "GPU_XID", host.name, f"Xid {code} ({meaning}){times}", subject=subject, fix=action,
                 evidence=last.text, xid=code, action=bucket, count=len(events), first_line=first.text,
                 catalog=xid_catalog.CATALOG_SOURCE, catalog_version=xid_catalog.CATALOG_VERSION,
                 fell_off_bus_line=driver[-1].text if driver else None,
-                fell_off_bus_count=len(driver) if driver else None))
+                fell_off_bus_count=len(driver) if driver else None)
         elif kind == "sxid" and code is not None:
             fatal = "non-fatal" not in first.message.lower() and "fatal" in first.message.lower()
-            found.append(_finding(
+            yield _finding(
                 Severity.ERROR if fatal else Severity.WARNING, "NVSWITCH_SXID", host.name,
                 f"NVSwitch SXid {code}{' (fatal)' if fatal else ''}{times}", subject=subject, evidence=last.text,
                 sxid=code, count=len(events), action="RESTART_BM" if fatal else None,
                 fix="Drain the host and restart it to reset the fabric (NVIDIA Fabric Manager guide: a fatal SXid)."
-                if fatal else "Non-fatal SXid: watch for repeats, and for Xid 74 on the GPUs behind that NVSwitch."))
+                if fatal else "Non-fatal SXid: watch for repeats, and for Xid 74 on the GPUs behind that NVSwitch.")
         elif kind == "fallen-off-bus":
-            found.append(_finding(
+            yield _finding(
                 Severity.ERROR, "GPU_FELL_OFF_BUS", host.name, f"a GPU fell off the PCIe bus{times}",
                 subject=subject, evidence=last.text, action="RESTART_BM", count=len(events),
                 fix="Drain the host and reboot it (NVIDIA: RESTART_BM for Xid 79); if it happens again, check the "
-                    "slot, riser and power, then RMA."))
+                    "slot, riser and power, then RMA.")
     if probe.kernel.unreadable:
         # dmesg's refusal is kernel.dmesg_restrict (root only, no group helps); journalctl's is the journal's group.
         dmesg = "read kernel buffer failed" in probe.kernel.unreadable
-        found.append(_finding(
+        yield _finding(
             Severity.WARNING, "KERNEL_LOG_UNREADABLE", host.name, f"the kernel log could not be read: "
             f"{probe.kernel.unreadable}", evidence=probe.kernel.unreadable,
             fix="dmesg is root's only here (kernel.dmesg_restrict=1): allow the login user passwordless "
                 "'sudo -n dmesg', or set kernel.dmesg_restrict=0, else Xids go unseen." if dmesg else
                 "Give the login user read access to the kernel log (adm / systemd-journal group, or passwordless "
-                "'sudo -n journalctl -k'), else Xids go unseen."))
-    return found
+                "'sudo -n journalctl -k'), else Xids go unseen.")
 
 
 # --- NVLink ---------------------------------------------------------------------------
 
 
-def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
+def check_nvlink(host: HostInput, baseline: Baseline) -> Iterator[Finding]:
     probe = host.probe
     if probe is None:
-        return []
-    found: list[Finding] = []
+        return
 
     def peers_active() -> int | None:
         links = [p.probe.nvlink for p in baseline.peers(host) if p.probe and p.probe.nvlink]
@@ -508,7 +505,7 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
             with_errors = {f"link {e.link}": e.counters for e in counted if e.total}
             shown = [f"{link} " + ", ".join(f"{k} {v}" for k, v in values.items() if v)
                      for link, values in with_errors.items()]
-            found.append(_finding(
+            yield _finding(
                 Severity.ERROR, "NVLINK_DOWN", host.name,
                 f"{active} of {len(status.lanes) or expected} NVLinks active, peers have {expected}"
                 + (f"; error counters on the inactive links: {first_few(shown, 3)}" if with_errors else ""),
@@ -516,12 +513,11 @@ def check_nvlink(host: HostInput, baseline: Baseline) -> list[Finding]:
                 evidence=f"Link {down[0]}: <inactive>" if down else "all links are inActive",
                 counters=with_errors or None, action="RESET_GPU",
                 fix="Drain the host, reset the GPUs (or reboot) and check again; NVLinks that stay down after a "
-                    "reset are a hardware fault (RMA the GPU or baseboard)."))
+                    "reset are a hardware fault (RMA the GPU or baseboard).")
     inactive = {(status.gpu_index, link) for status, _, down in lanes for link in down}
     # A link already reported down carries its counters in that finding.
-    found += [f for f in _fleet_counters(host, baseline)
-              if (f.evidence.get("gpu"), f.evidence.get("link")) not in inactive]
-    return found
+    yield from (f for f in _fleet_counters(host, baseline)
+                if (f.evidence.get("gpu"), f.evidence.get("link")) not in inactive)
 
 
 def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, int, list[int]]]:
@@ -530,10 +526,10 @@ def _nvlink_lanes(statuses: Sequence[NVLinkStatus]) -> list[tuple[NVLinkStatus, 
             for s in statuses]
 
 
-def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
+def _fleet_counters(host: HostInput, baseline: Baseline) -> Iterator[Finding]:
     probe = host.probe
     if probe is None or probe.nvlink_errors is None:
-        return []
+        return
 
     def peer_links() -> list[NVLinkErrorCounters]:
         return [e for p in baseline.peers(host) if p.probe and p.probe.nvlink_errors
@@ -545,17 +541,15 @@ def _fleet_counters(host: HostInput, baseline: Baseline) -> list[Finding]:
         return _high_counters(errors.links, median, NVLINK_FLOORS, NVLINK_FLOOR)
 
     # Alike hosts (one parsed nvlink -e, one group of peers) have the same high counters: found once.
-    found: list[Finding] = []
     high_ones, medians = baseline.kept.get(("nvlink-high", host.peer_key, id(errors)), high_links, holding=errors)
     for link, high in high_ones:
-        found.append(_finding(
+        yield _finding(
             Severity.WARNING, "NVLINK_ERRORS_HIGH", host.name,
             f"link {link.link}: " + ", ".join(f"{k} {v} (peers' median {medians[k]:g})" for k, v in high.items()),
             subject=f"GPU {link.gpu_index}", evidence=f"Link {link.link}: " + ", ".join(
                 f"{k}: {v}" for k, v in high.items()), gpu=link.gpu_index, link=link.link, counters=dict(high),
             fix="Watch the link with 'clusterctl health compare' of two saved runs; a counter that keeps growing "
-                "means a bad NVLink: drain the host and reset the GPUs, RMA if it persists."))
-    return found
+                "means a bad NVLink: drain the host and reset the GPUs, RMA if it persists.")
 
 
 Counted = TypeVar("Counted", NVLinkErrorCounters, IBPortCounters)
@@ -582,11 +576,10 @@ def _high_counters(items: Sequence[Counted], median: Callable[[str], float], flo
 # --- InfiniBand / RoCE ----------------------------------------------------------------
 
 
-def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
+def check_ib(host: HostInput, baseline: Baseline) -> Iterator[Finding]:
     probe = host.probe
     if probe is None:
-        return []
-    found: list[Finding] = []
+        return
 
     devices = baseline.kept.get(("rdma",), lambda: [d for p in baseline.hosts for d in
                                                     (p.probe.rdma if p.probe else None) or ()])
@@ -601,20 +594,20 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
             slow = slow_port(host.fabric, device, port, rates.get((key, card_of(device))))
             if slow:
                 whose = "the inventory's fabric" if slow["basis"] == "inventory" else f"most hosts' {device.hca}"
-                found.append(_finding(
+                yield _finding(
                     Severity.ERROR, "IB_PORT_SLOW", host.name,
                     f"port runs at {port.rate_gbps:g} Gb/s, {whose} at {slow['expected_gbps']:g} Gb/s",
                     subject=key, evidence=f"{device.hca} port {port.port}: {port.active_width or '?'} "
                     f"{port.active_speed or ''}".strip(), **slow,
                     fix="The link trained at a lower width or speed: reseat or replace the cable / transceiver, "
-                        "check the switch port's speed setting."))
+                        "check the switch port's speed setting.")
             if port.state != "PORT_ACTIVE" and usual:
-                found.append(_finding(
+                yield _finding(
                     Severity.ERROR, "IB_PORT_DOWN", host.name, f"port state {port.state}, active on most hosts",
                     subject=key, evidence=f"{device.hca} port {port.port}: State {port.state}"
                     + (f", Physical state {port.phys_state}" if port.phys_state else ""),
                     fix="Check the cable and the switch port (ibstat, then the switch's port counters); a fabric "
-                        "HCA down takes the host's GPUs on that rail off the fabric."))
+                        "HCA down takes the host's GPUs on that rail off the fabric.")
     counters = probe.ib_counters.ports if probe.ib_counters else ()
 
     def peer_ports() -> list[IBPortCounters]:
@@ -624,14 +617,13 @@ def check_ib(host: HostInput, baseline: Baseline) -> list[Finding]:
                                          IB_FLOORS, IB_FLOOR)
     for port_counters, high in high_ports:
         flapping = "link_downed" in high or "link_error_recovery" in high
-        found.append(_finding(
+        yield _finding(
             Severity.WARNING, "IB_LINK_FLAPPING" if flapping else "IB_ERRORS_HIGH", host.name,
             ", ".join(f"{k} {v} (fleet median {medians[k]:g})" for k, v in high.items()),
             subject=f"{port_counters.hca}/{port_counters.port}", counters=high,
             evidence=", ".join(f"counters/{k}:{v}" for k, v in high.items()),
             fix="Reseat or replace the cable / transceiver and check the switch port; compare two saved runs "
-                "('clusterctl health compare') to see whether the counters still grow."))
-    return found
+                "('clusterctl health compare') to see whether the counters still grow.")
 
 
 # --- PCIe (lspci -vvv) ------------------------------------------------------------------
@@ -643,14 +635,13 @@ def _behind(bridge: PciDevice, device: PciDevice) -> bool:
         and bridge.secondary_bus <= device.bus <= bridge.subordinate_bus
 
 
-def check_pcie(host: HostInput) -> list[Finding]:
+def check_pcie(host: HostInput) -> Iterator[Finding]:
     probe = host.probe
     if probe is None or probe.pci is None:
-        return []
+        return
     devices = probe.pci.devices
     bridges = [d for d in devices if d.is_bridge]
     endpoints = [d for d in devices if d.is_gpu or d.is_nic]
-    found: list[Finding] = []
     switch_of = {d.address: {b.address for b in bridges if _behind(b, d) and b.port_type == "Upstream Port"}
                  for d in endpoints}
     for bridge in bridges:
@@ -666,33 +657,32 @@ def check_pcie(host: HostInput) -> list[Finding]:
             continue
         flags = " ".join(f"{k}{'+' if v else '-'}" for k, v in (bridge.acs_control or {}).items())
         names = ", ".join(f"{d.address} ({'GPU' if d.is_gpu else 'NIC'})" for d in below[:2])
-        found.append(_finding(
+        yield _finding(
             Severity.ERROR, "PCIE_ACS_ENABLED", host.name,
             f"ACS redirects peer-to-peer traffic on PCIe switch port {bridge.address} above {names}"
             + (f"; it goes through the CPU instead of to {peers[0].address}" if peers else ""),
             subject=bridge.address, evidence=f"ACSCtl: {flags}",
             fix="Disable ACS on the PCIe switch ports (BIOS setting, or 'setpci -s <bridge> ECAP_ACS+0x6.w=0000' at "
                 "boot) unless the host runs VMs that need it: NCCL's troubleshooting guide names ACS as a cause of "
-                "P2P/GPUDirect hangs and low bandwidth."))
+                "P2P/GPUDirect hangs and low bandwidth.")
     gpu_switches: set[str] = set().union(*(switch_of[d.address] for d in endpoints if d.is_gpu))
     for d in endpoints:
         # A Virtual Function has no link of its own (its PF's is judged): lspci shows 'Width x0 (downgraded)'.
         if d.width_downgraded and d.link_status and d.link_cap and "Virtual Function" not in d.description:
             fabric, width = d.is_gpu or bool(switch_of[d.address] & gpu_switches), d.link_status.width
-            found.append(_finding(
+            yield _finding(
                 Severity.ERROR if fabric or not width else Severity.INFO,
                 "PCIE_LINK_DOWNGRADED" if width else "PCIE_LINK_DOWN", host.name,
                 f"{d.address} {d.description[:60]}: PCIe {f'x{width}' if width else 'link down (x0)'}, capable of "
                 f"x{d.link_cap.width}", subject=d.address, evidence=f"LnkSta: Width x{width} (downgraded)",
                 action=None if width else "CHECK_MECHANICALS",
                 fix="Reseat the card or check the slot/riser; a narrow link cuts its bandwidth." if width else
-                "Drain the host, reseat the card and its riser/cable; if the link stays down after a reseat, RMA it."))
+                "Drain the host, reseat the card and its riser/cable; if the link stays down after a reseat, RMA it.")
     if any(d.access_denied for d in devices) and not any(d.acs_control for d in devices):
-        found.append(_finding(
+        yield _finding(
             Severity.INFO, "PCIE_CAPABILITIES_UNREADABLE", host.name,
             "lspci could not read PCIe capabilities (not root): ACS and link states are unknown",
-            fix="Allow 'sudo -n lspci -vvv' for the login user so ACS can be checked."))
-    return found
+            fix="Allow 'sudo -n lspci -vvv' for the login user so ACS can be checked.")
 
 
 # --- the probes themselves -------------------------------------------------------------
@@ -711,11 +701,10 @@ _TOOL_WEIGHT: dict[str, tuple[Severity, str]] = {
 }
 
 
-def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
+def check_probes(host: HostInput, baseline: Baseline) -> Iterator[Finding]:
     probe = host.probe
     if probe is None:
-        return []
-    found = []
+        return
     # GPUs are expected where other hosts of the run have them: there a missing nvidia-smi hides them.
     with_gpus = baseline.kept.get(("hosts-with-gpus",), lambda: sum(1 for other in baseline.hosts if other.gpus))
     gpu_fleet = with_gpus - (1 if host.gpus else 0) > 0
@@ -723,70 +712,67 @@ def check_probes(host: HostInput, baseline: Baseline) -> list[Finding]:
         severity, why = _TOOL_WEIGHT.get(problem.probe, (Severity.INFO, "not checked"))
         if problem.kind == "hung":
             smi = problem.tool == "nvidia-smi"
-            found.append(_finding(
+            yield _finding(
                 Severity.ERROR, "PROBE_HUNG", host.name, f"{problem.tool} hung ({problem.probe}): {problem.reason}",
                 subject=problem.probe, evidence=problem.reason, action="RESTART_BM" if smi else None,
                 fix="Drain the host and reboot it: a hung nvidia-smi usually means a GPU or the driver stopped "
                     "answering (check the kernel log for Xid 79/119)." if smi else
-                    f"Find out why {problem.tool} hangs on this host."))
+                    f"Find out why {problem.tool} hangs on this host.")
             continue
         if problem.probe == "nvidia-smi-q" and not gpu_fleet:
             severity = Severity.INFO
         code = "TOOL_MISSING" if problem.kind == "missing" else "PROBE_FAILED"
-        found.append(_finding(
+        yield _finding(
             severity, code, host.name, f"{problem.reason}: {why}", subject=problem.probe, evidence=problem.reason,
             tool=problem.tool,
             fix=f"Install {problem.tool} (or put it on the login user's PATH) to include this check."
-            if problem.kind == "missing" else f"Run the {problem.probe} probe by hand on the host to see why."))
+            if problem.kind == "missing" else f"Run the {problem.probe} probe by hand on the host to see why.")
     for name, (printed, dropped) in probe.cut.items():
-        found.append(_finding(
+        yield _finding(
             Severity.WARNING, "PROBE_OUTPUT_CUT", host.name,
             f"the {name} probe printed {_mib(printed)}: its first {_mib(PROBE_HEAD_BYTES)} and last "
             f"{_mib(PROBE_TAIL_BYTES)} were judged, {_mib(dropped)} between them were not", subject=name,
             printed_bytes=printed, dropped_bytes=dropped,
             fix=f"Run the {name} probe by hand on the host to see why it prints so much (a flood of kernel "
-                "messages, a debug loop); what was dropped was not checked."))
-    return found
+                "messages, a debug loop); what was dropped was not checked.")
 
 
 def _mib(count: int) -> str:
     return f"{count / 1024 / 1024:.1f} MiB"
 
 
-def check_dcgm(host: HostInput) -> list[Finding]:
+def check_dcgm(host: HostInput) -> Iterator[Finding]:
     diag = host.probe.dcgm if host.probe else None
     if diag is None:
-        return []
-    found = []
+        return
     skipped = diag.skipped
     if skipped:
         names = sorted({f"{r.test}@GPU{r.gpu}" if r.gpu is not None else r.test for r in skipped})
         # Nothing tested at all is not a pass: the host is not known to be healthy.
         every = len(skipped) == len(diag.results)
-        found.append(_finding(
+        yield _finding(
             Severity.WARNING if every else Severity.INFO, "DCGM_DIAG_SKIPPED", host.name,
             f"dcgmi diag skipped {len(skipped)} test result(s): {first_few(names, 6, ', ')}: not tested, not passed",
             skipped=names, dcgm_version=diag.dcgm_version,
             fix="A skipped test proves nothing: run it where it is supported (dcgmi diag -r <test> -v says why it "
-                "was skipped) before counting the GPU as checked."))
+                "was skipped) before counting the GPU as checked.")
     for result in diag.results:
         status = result.status.lower()
         if status not in ("fail", "warn", "error"):
             continue
         failed = status in ("fail", "error")
         subject = f"GPU {result.gpu}" if result.gpu is not None else None
-        found.append(_finding(
+        yield _finding(
             Severity.ERROR if failed else Severity.WARNING, "DCGM_DIAG_FAILED" if failed else "DCGM_DIAG_WARNING",
             host.name, f"dcgmi diag {result.category} / {result.test}: {result.status}"
             + (f": {result.info}" if result.info else ""), subject=subject,
             evidence=f"| {result.test} | {result.status} |", dcgm_version=diag.dcgm_version,
             action="RESET_GPU" if failed else None,
             fix="Drain the host and look at the failed test's detail (dcgmi diag -r 3 -v); a hardware test that "
-                "fails again after a GPU reset means RMA." if failed else "Look at the warning's detail."))
-    return found
+                "fails again after a GPU reset means RMA." if failed else "Look at the warning's detail.")
 
 
 def judge_host(host: HostInput, baseline: Baseline) -> list[Finding]:
     """Every finding about one host that answered."""
-    return (check_probes(host, baseline) + check_gpus(host, baseline) + check_kernel_log(host)
-            + check_nvlink(host, baseline) + check_ib(host, baseline) + check_pcie(host) + check_dcgm(host))
+    return [*check_probes(host, baseline), *check_gpus(host, baseline), *check_kernel_log(host),
+            *check_nvlink(host, baseline), *check_ib(host, baseline), *check_pcie(host), *check_dcgm(host)]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.checks import Baseline, HostInput, judge_host
+from clusterctl.health.deep import run_dcgm, run_nccl
 from clusterctl.health.model import HealthOptions, HealthReport, HostHealth, verdict_of
 from clusterctl.health.probe import (
     TRANSPORT_KEEPS,
@@ -99,12 +100,8 @@ def run_health(hosts: Sequence[Host], runner: Runner, options: HealthOptions | N
     if options.level >= 2 and not options.force:
         tested = _idle_hosts(runner, hosts, inputs, options, cluster, extra)
     if options.level >= 1:
-        from clusterctl.health.deep import run_dcgm
-
         run_dcgm(runner, tested, inputs, options)
     if options.level >= 2:
-        from clusterctl.health.deep import run_nccl
-
         for name, findings in run_nccl(runner, tested, inputs, options).items():
             extra.setdefault(name, []).extend(findings)
     report = judge(inputs, level=options.level, since=options.since, inventory=inventory, extra=extra)

@@ -196,12 +196,11 @@ class Marker:
                 retry.append(item)  # the hold is running short: the next batch decides it, under a new one
                 continue
             node = nodes.get(item.host)
-            verdict, why = judge(node, out, limit)
-            item.verdict, item.why = verdict, why
+            item.verdict, item.why = judge(node, out, limit)
             earlier = node_ops.reason_and_codes(node) if node is not None else ("", ())
             if earlier[0]:
                 item.kept = earlier
-            if verdict not in ("act", "complete"):
+            if item.verdict not in ("act", "complete"):
                 continue
             out.add(item.host)
             if hold is None:

@@ -94,10 +94,8 @@ def quarantine_node(transport: Transport, gate: Gate, name: str, request: Quaran
                                                   reason=request.reason, codes=list(request.codes))
     if outcome.already:
         # A second quarantine keeps the first one's who and when: status says since when.
-        for key in ("by", "at"):
-            previous = node.annotations.get(node_ops.annotation(key))
-            if previous:
-                annotations[node_ops.annotation(key)] = previous
+        annotations.update({key: kept for key in map(node_ops.annotation, ("by", "at"))
+                            if (kept := node.annotations.get(key))})
     else:
         annotations.update(node_ops.with_history(node, when))
     changes = node_ops.taint(cp, node, code) + node_ops.cordon(cp, node) + node_ops.annotate(cp, node, annotations)

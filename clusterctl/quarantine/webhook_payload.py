@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TextIO
 
+from clusterctl.json_input import BadField, count, items, join, mapping, shown, syntax_error
+from clusterctl.json_input import text as text_field
 from clusterctl.utc import utc_stamp
 
 HOST_LABELS = ("Hostname", "hostname", "node", "instance")
@@ -92,8 +94,6 @@ def _loads(body: bytes) -> Any:
     try:
         return json.loads(text, parse_int=_number, parse_float=_number, parse_constant=_constant)
     except json.JSONDecodeError as exc:
-        from clusterctl.json_input import syntax_error
-
         raise BadPayload(f"not JSON at line {exc.lineno}, {syntax_error(exc)}") from None
     except RecursionError:  # the depth check makes this unreachable; kept as a 400, never a traceback
         raise BadPayload("nested too deeply: not a webhook payload") from None
@@ -109,8 +109,6 @@ class Payload(NamedTuple):
 def parse_payload(body: bytes) -> Payload:
     """The alerts of one webhook POST, those of its alerts that could not be read, and how many the sender left
     out; ``BadPayload`` for anything else, and for a payload not one of whose alerts can be read."""
-    from clusterctl.json_input import BadField, count, items, mapping, shown
-
     def said(exc: BadField) -> str:
         return f"{exc.field or 'body'}: {exc.message}"
 
@@ -136,16 +134,14 @@ def parse_payload(body: bytes) -> Payload:
 
 
 def _alert(value: Any, field: str, status: Any) -> Alert:
-    from clusterctl.json_input import BadField, join, mapping, text
-
     alert = mapping(value, field, required=("labels",))
     labels = mapping(alert["labels"], join(field, "labels"), required=("alertname",))
-    name = text(labels["alertname"], join(field, "labels.alertname"), limit=MAX_ALERTNAME_CHARS)
+    name = text_field(labels["alertname"], join(field, "labels.alertname"), limit=MAX_ALERTNAME_CHARS)
     if not name:
         raise BadField(join(field, "labels.alertname"), "empty")
-    status = text(alert.get("status", status), join(field, "status"), choices=("firing", "resolved"))
+    status = text_field(alert.get("status", status), join(field, "status"), choices=("firing", "resolved"))
     key = next((k for k in HOST_LABELS if isinstance(labels.get(k), str) and labels[k]), None)
-    host = text(labels[key], join(field, f"labels.{key}"), limit=MAX_HOST_CHARS) if key else ""
+    host = text_field(labels[key], join(field, f"labels.{key}"), limit=MAX_HOST_CHARS) if key else ""
     return Alert(name, _instance_host(host) if key == "instance" else host, status)
 
 
@@ -183,9 +179,7 @@ class DecisionLog:
         self._lock = threading.Lock()
 
     def say(self, **entry: object) -> None:
-        line: dict[str, object] = {"time": utc_stamp(self.clock())}
-        line.update({k: _bounded(v) for k, v in entry.items()})
-        text = json.dumps(line) + "\n"
+        text = json.dumps({"time": utc_stamp(self.clock()), **{k: _bounded(v) for k, v in entry.items()}}) + "\n"
         with self._lock:
             self.stream.write(text)
             self.stream.flush()

@@ -26,6 +26,7 @@ import json
 import os
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -258,8 +259,6 @@ class _Server(ThreadingHTTPServer):
             self._slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
         exc = sys.exc_info()[1]
         self.noise(decision="connection closed", caller=_peer(client_address),
                  why=f"{type(exc).__name__}: {exc}" if exc else "error")
