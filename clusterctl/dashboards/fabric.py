@@ -64,8 +64,7 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
                             "{{nodename}} {{device}} port {{port}} receive errors", ref="A"))
         .with_target(target(f"(node_infiniband_physical_state_id != 5) * {BY_NODENAME}",
                             "{{nodename}} {{device}} port {{port}} physical state (5 is LinkUp)", ref="B")))
-    board = board.with_panel(
+    return board.with_panel(
         timeseries.Panel().title("NVLink traffic per GPU").span(HALF).height(8).unit("short")
         .with_target(target(promql.per_gpu("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", rate="$__rate_interval"),
                             "{{host}} GPU {{gpu}}")))
-    return board

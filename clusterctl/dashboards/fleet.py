@@ -80,12 +80,11 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
         .with_target(target(f'max by (node) (kube_node_spec_taint{{key="{TAINT_KEY}",node=~"$host"}})',
                             ref="A", instant=True))
         .with_target(target(agent_conditions_true(), ref="B", instant=True)))
-    board = board.with_panel(
+    return board.with_panel(
         timeseries.Panel().title("Health agent findings by code").span(HALF).height(8).unit("short")
         .description(f"{AGENT_FINDINGS} from each node's health agent (node-exporter textfile collector).")
         .with_target(target(f'sum by (code, severity) ({AGENT_FINDINGS}{{hostname=~"$host"}})',
                             "{{code}} ({{severity}})")))
-    return board
 
 
 def _nvlink_rows(board: dashboard.Dashboard, inputs: DashboardInputs) -> dashboard.Dashboard:

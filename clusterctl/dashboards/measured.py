@@ -45,19 +45,15 @@ def textfile_text(inputs: DashboardInputs) -> str:
             info.labels(inputs.cluster, host.name, str(gpu), domain_of.get(gpu, ""), host.pool, host.rack or "",
                         host.nearest_nic.get(gpu, "")).set(1)
     link_labels = ["cluster", "test", "server", "server_hca", "client", "client_hca", "pair"]
-    gbps = gauge("clusterctl_bench_link_gbps", link_labels)
-    expected = gauge("clusterctl_bench_link_expected_gbps", link_labels)
-    judged = gauge("clusterctl_bench_link_judged_gbps", link_labels)
-    slow = gauge("clusterctl_bench_link_slow", link_labels)
+    # In METRICS' order: gbps, expected_gbps, judged_gbps, slow.
+    link_gauges = [gauge(name, link_labels) for name in METRICS if name.startswith("clusterctl_bench_link_")]
     for link in inputs.links:
         labels = (inputs.cluster, link.test, link.server, link.server_hca, link.client, link.client_hca,
                   f"{link.server}/{link.server_hca} - {link.client}/{link.client_hca}")
-        gbps.labels(*labels).set(link.gbps)
-        if link.expected_gbps is not None:
-            expected.labels(*labels).set(link.expected_gbps)
-        if link.judged_gbps is not None:
-            judged.labels(*labels).set(link.judged_gbps)
-        slow.labels(*labels).set(1 if link.slow else 0)
+        values = (link.gbps, link.expected_gbps, link.judged_gbps, 1 if link.slow else 0)
+        for figure, value in zip(link_gauges, values, strict=True):
+            if value is not None:  # a link without a known line rate has no expected or judged figure
+                figure.labels(*labels).set(value)
     busbw = gauge("clusterctl_bench_nccl_busbw_gbytes", ["cluster", "host", "op"])
     for run in inputs.nccl:
         busbw.labels(inputs.cluster, run.host, run.op).set(run.busbw_gbs)

@@ -52,7 +52,6 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
     board = board.with_panel(
         timeseries.Panel().title("Health agent findings by code").span(HALF).height(8).unit("short")
         .with_target(target(f'sum by (code) ({AGENT_FINDINGS}{{hostname=~"$host"}})', "{{code}}")))
-    board = board.with_panel(
+    return board.with_panel(
         table.Panel().title("NodeConditions set by the health agent").span(HALF).height(8)
         .with_target(target(agent_conditions_true(), instant=True)))
-    return board

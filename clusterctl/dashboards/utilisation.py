@@ -37,7 +37,6 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
         bargauge.Panel().title("Mean GPU utilisation per host in the range").span(HALF).height(10).unit("percent")
         .min(0).max(100).thresholds(thresholds([(None, "red"), (30, "yellow"), (70, "green")]))
         .with_target(target(f"avg by (host) (avg_over_time(({util})[$__range:]))", "{{host}}", instant=True)))
-    board = board.with_panel(
+    return board.with_panel(
         table.Panel().title("GPUs idle for the whole range").span(THIRD).height(10)
         .with_target(target(f"max_over_time(({util})[$__range:]) == 0", instant=True)))
-    return board

@@ -161,9 +161,10 @@ class Phase(ABC, Generic[State, Context]):
         """
         return ()
 
-    @abstractmethod
     def plan(self, ctx: Context, state: State) -> list[Change]:
-        """The changes that bring the host from ``state`` to the wanted state; [] when none."""
+        """The changes that bring the host from ``state`` to the wanted state; [] when none (by default: a phase
+        that only checks, waits or verifies)."""
+        return []
 
     def apply(self, ctx: Context, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
         """Pass the planned changes through the gate, in order. Override only to interleave reads."""
@@ -202,6 +203,3 @@ class ReadsNothing:
 
     def check(self, ctx: Any) -> Any:
         return None
-
-    def plan(self, ctx: Any, state: Any) -> list[Change]:
-        return []

@@ -293,13 +293,13 @@ class _Parser:
         tok = self.peek()
         return isinstance(tok, Op) and tok.text in ops
 
-    def skip_separators(self) -> None:
-        while self.is_op(";", "\n"):
+    def skip(self, *ops: str) -> None:
+        while self.is_op(*ops):
             self.take()
 
     def sequence(self, stop: tuple[str, ...] = ()) -> Sequence_:
         items: list[AndOr] = []
-        self.skip_separators()
+        self.skip(";", "\n")
         while self.peek() is not None and self.peek_word() not in stop:
             items.append(self.and_or())
             if self.is_op("&"):
@@ -307,7 +307,7 @@ class _Parser:
             if self.peek() is not None and not self.is_op(";", "\n") and self.peek_word() not in stop:
                 tok = self.peek()
                 raise ShellSyntaxError(f"unexpected {tok.text if isinstance(tok, Op) else 'word'!r}")
-            self.skip_separators()
+            self.skip(";", "\n")
         return Sequence_(items)
 
     def and_or(self) -> AndOr:
@@ -316,21 +316,18 @@ class _Parser:
         while self.is_op("&&", "||"):
             op = self.take()
             assert isinstance(op, Op)
-            while self.is_op("\n"):
-                self.take()
+            self.skip("\n")
             rest.append((op.text, self.pipeline()))
         return AndOr(first, rest)
 
     def pipeline(self) -> Pipeline:
-        negate = False
-        if self.peek_word() == "!":
+        negate = self.peek_word() == "!"
+        if negate:
             self.take()
-            negate = True
         commands = [self.command()]
         while self.is_op("|"):
             self.take()
-            while self.is_op("\n"):
-                self.take()
+            self.skip("\n")
             commands.append(self.command())
         return Pipeline(commands, negate)
 

@@ -147,15 +147,9 @@ class KnowledgeBase:
         if key in self._similar:
             return list(self._similar[key])
         owner = self.plugin_owning(name)
-        candidates = []
-        for n, v in self._variables.items():
-            if v.scope == "nonexistent" or n == name:
-                continue
-            if owner is not None and (v.plugin is None or v.plugin.id != owner.id):
-                continue
-            if living and not self.is_living(v, version):
-                continue
-            candidates.append(n)
+        candidates = [n for n, v in self._variables.items() if v.scope != "nonexistent" and n != name
+                      and (owner is None or (v.plugin is not None and v.plugin.id == owner.id))
+                      and (not living or self.is_living(v, version))]
         self._similar[key] = difflib.get_close_matches(name, candidates, n=limit, cutoff=0.8)
         return list(self._similar[key])
 

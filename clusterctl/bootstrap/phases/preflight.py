@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.phase import Phase, PhaseContext
-from clusterctl.changes import Change
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.node import NODE_FACTS, NodeFacts
 from clusterctl.findings import Finding, Severity
@@ -76,9 +75,6 @@ class Preflight(Phase[NodeFacts]):
         if result.exit_code == 127 and not result.stdout:
             raise PreflightFailed(f"cannot run the preflight probe: {result.stderr_tail(2)}")
         return NODE_FACTS.parse(result.stdout)
-
-    def plan(self, ctx: PhaseContext, state: NodeFacts) -> list[Change]:
-        return []
 
     def findings(self, ctx: PhaseContext, state: NodeFacts) -> list[Finding]:
         host = ctx.host

@@ -113,9 +113,6 @@ class Verify(ClusterWidePhase[bool]):
     def check(self, ctx: PhaseContext) -> bool:
         return cc.has_cluster(ctx) and cc.api_ready(ctx)
 
-    def plan(self, ctx: PhaseContext, state: bool) -> list[Change]:
-        return []
-
     def verify(self, ctx: PhaseContext) -> list[Finding]:
         if not cc.api_ready(ctx):
             return [Finding(Severity.ERROR, "CONTROL_PLANE_DOWN", "the API server does not answer", host=ctx.host.name)]

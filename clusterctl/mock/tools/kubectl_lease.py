@@ -61,10 +61,9 @@ def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def _printed(ctx: ToolContext, lease: dict[str, Any], options: dict[str, str], verb: str) -> ToolResult:
-    if options.get("--output") == "json":
-        return ctx.ok(json.dumps(lease, indent=4) + "\n")
-    return ctx.ok(f"lease.coordination.k8s.io/{lease['metadata']['name']} {verb}\n")
+def _printed(ctx: ToolContext, lease: dict[str, Any], options: dict[str, str], text: str) -> ToolResult:
+    """With ``-o json`` the Lease as stored, else ``text``."""
+    return ctx.ok(json.dumps(lease, indent=4) + "\n" if options.get("--output") == "json" else text)
 
 
 def _stored(kube: dict[str, Any], doc: dict[str, Any], namespace: str, previous: dict[str, Any] | None) \
@@ -98,11 +97,9 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
         lease = (ks.read(ctx).get("leases") or {}).get(_key(namespace, name))
         if lease is None:
             return ks.not_found(RESOURCE, name)
-        if options.get("--output") == "json":
-            return ctx.ok(json.dumps(lease, indent=4) + "\n")
         holder = str((lease.get("spec") or {}).get("holderIdentity", ""))
         width = max(len(name), 4) + 3
-        return ctx.ok(f"{'NAME'.ljust(width)}HOLDER\n{name.ljust(width)}{holder}\n")
+        return _printed(ctx, lease, options, f"{'NAME'.ljust(width)}HOLDER\n{name.ljust(width)}{holder}\n")
     doc = _document(ctx, options)
     if isinstance(doc, ToolResult):
         return doc
@@ -119,7 +116,7 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
                                       f'{RESOURCE} "{name}" already exists\n', 1)
             lease = _stored(kube, doc, namespace, None)
             leases[_key(namespace, name)] = lease
-            return _printed(ctx, lease, options, "created")
+            return _printed(ctx, lease, options, f"lease.coordination.k8s.io/{name} created\n")
         if current is None:
             return ToolResult("", f'Error from server (NotFound): error when replacing "{source}": '
                                   f'{RESOURCE} "{name}" not found\n', 1)
@@ -131,4 +128,4 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
                                   f'please apply your changes to the latest version and try again\n', 1)
         lease = _stored(kube, doc, namespace, current)
         leases[_key(namespace, name)] = lease
-        return _printed(ctx, lease, options, "replaced")
+        return _printed(ctx, lease, options, f"lease.coordination.k8s.io/{name} replaced\n")
