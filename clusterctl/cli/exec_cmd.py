@@ -158,16 +158,11 @@ def _report(
 
     records = []
     for o in fleet.outcomes:
-        rec = outcome_record(o)
         saved = files.get(o.host.name)
-        rec.update(
-            stdout=None if saved or not o.value else o.value.stdout,
-            stderr=None if saved or not o.value else o.value.stderr,
-            exit_code=o.value.exit_code if o.value else None,
-        )
-        if saved:
-            rec["files"] = saved
-        records.append(rec)
+        shown = None if saved else o.value  # output written to files is named there, not repeated
+        records.append({**outcome_record(o), "stdout": shown.stdout if shown else None,
+                        "stderr": shown.stderr if shown else None, "exit_code": o.value.exit_code if o.value else None,
+                        **({"files": saved} if saved else {})})
     payload: dict[str, Any] = {"command": line, "sudo": sudo, "hosts": records}
     if interrupted is not None:
         payload["interrupted"] = True

@@ -56,6 +56,11 @@ def test_out_dir_writes_one_file_per_host(cli, tmp_path: Path) -> None:  # type:
     assert sorted(p.name for p in out.iterdir()) == ["gpu-a1.out", "gpu-a2.out"]
     assert (out / "gpu-a1.out").read_text().startswith("GPU 0: NVIDIA A100")
     assert "gpu-a1: exit 0" in ran.out and "GPU 0" not in ran.out
+    # -o json names the files instead of repeating what went into them.
+    ran = cli("-i", DEMO, "-l", "gpu-a1", "-o", "json", "exec", "--out-dir", str(out), "--", "nvidia-smi", "-L")
+    record = json.loads(ran.out)["hosts"][0]
+    assert record == {"host": "gpu-a1", "ok": True, "failure": None, "duration_s": record["duration_s"],
+                      "stdout": None, "stderr": None, "exit_code": 0, "files": [str(out / "gpu-a1.out")]}
 
 
 def test_an_unwritable_out_dir_stops_before_any_host_is_touched(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,6 @@ class HostCertificate:
     #: The certified public key's wire blob (what a plain known_hosts line would hold).
     key_type: str
     key_blob: bytes
-    serial: int
     kind: int
     key_id: str
     principals: tuple[str, ...]
@@ -95,7 +94,7 @@ def parse_certificate(blob: bytes) -> HostCertificate:
         plain_type = "ssh-rsa"
     else:
         raise ValueError(f"unsupported certificate type {cert_type}")
-    serial = msg.get_int64()
+    msg.get_int64()  # serial
     kind = msg.get_int()
     key_id = msg.get_text()
     principals_msg = paramiko.Message(msg.get_binary())
@@ -113,7 +112,6 @@ def parse_certificate(blob: bytes) -> HostCertificate:
     return HostCertificate(
         key_type=plain_type,
         key_blob=key_msg.asbytes(),
-        serial=serial,
         kind=kind,
         key_id=key_id,
         principals=tuple(principals),
