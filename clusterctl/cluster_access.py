@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
 from clusterctl.terminal_text import one_line
-from clusterctl.transport.base import CommandResult, FailureKind, TransportError
+from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.facts.kube_nodes import KubeNode, Pod
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from clusterctl.fanout.outcomes import Failure
     from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host
-    from clusterctl.transport.base import Transport
 
 T = TypeVar("T")
 

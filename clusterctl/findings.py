@@ -61,8 +61,7 @@ class Finding:
         """Where it is, as a person would write it: ``gpu-a1 mlx5_2`` or ``job.slurm:12``."""
         if self.file:
             return f"{self.file}:{self.line}" if self.line is not None else self.file
-        parts = [p for p in (self.host, self.subject) if p]
-        return " ".join(parts) or "fleet"
+        return " ".join(p for p in (self.host, self.subject) if p) or "fleet"
 
     def sort_key(self) -> tuple[int, str, int, str, str]:
         return (self.severity.rank, self.file or self.host or "", self.line or 0, self.code, self.message)

@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import BadValue, ClusterctlError, UsageError
+from clusterctl.health.model import since_seconds
+from clusterctl.inventory import values
 from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
@@ -33,8 +35,6 @@ _KEYS = ("node", "kubeconfig", "textfile_dir", "since", "probe_timeout_s")
 
 
 def _parser() -> argparse.ArgumentParser:
-    from clusterctl.inventory import values
-
     parser = argparse.ArgumentParser(prog="clusterctl-node", description="clusterctl's checks run on this node.")
     sub = parser.add_subparsers(dest="command", required=True)
     agent = sub.add_parser("node-agent", help="One run of the node health agent (what its systemd timer starts): "
@@ -87,9 +87,6 @@ def local_transport() -> Transport:
 
 def _setting_checks() -> dict[str, Callable[[Any], Any]]:
     """Each setting's check, the same for the config file and the command line: the inventory's readers."""
-    from clusterctl.health.model import since_seconds
-    from clusterctl.inventory import values
-
     def since(value: Any) -> str:
         try:
             since_seconds(values.text(value, "since"), "since")
@@ -146,12 +143,12 @@ def _config(transport: Transport, path: str) -> dict[str, Any]:
 def node_agent(args: argparse.Namespace, transport: Transport) -> int:
     from clusterctl.agent.run import AgentOptions, run_once
 
-    values = _config(transport, args.config)
-    values.update({k: getattr(args, k) for k in _KEYS if getattr(args, k) is not None})
-    if not values.get("node"):
+    settings = _config(transport, args.config)
+    settings.update({k: getattr(args, k) for k in _KEYS if getattr(args, k) is not None})
+    if not settings.get("node"):
         print(f"clusterctl-node: no node name: give --node or put \"node\" in {args.config}", file=sys.stderr)
         return 2
-    options = AgentOptions(**values)
+    options = AgentOptions(**settings)
     run = run_once(transport, options)
     # One line for the journal: the verdict and each condition as status/reason.
     summary = {"node": options.node, "verdict": run.health.verdict.value, "reason": run.health.reason[:300],

@@ -35,12 +35,11 @@ from clusterctl.bmc.redfish import (
 from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate
 from clusterctl.errors import UsageError
 from clusterctl.inventory.bmc_section import bmc_for
-from clusterctl.secret import mask_text
+from clusterctl.secret import Secret, mask_text
 from clusterctl.transport.base import CommandResult, RunRequest, Transport
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import BmcConfig, Host, Inventory
-    from clusterctl.secret import Secret
 
 COMMAND = "redfish power"
 

@@ -188,12 +188,9 @@ def _common_marker(lines: list[tuple[int, str]]) -> str | None:
         if not stripped:
             continue
         if first is None:
-            if stripped[0] == ">":
-                first = ">"
-            else:
-                first = next((m for m in _COMMENT_MARKERS if stripped.startswith(m)), None)
-                if first is None:
-                    return None
+            first = ">" if stripped[0] == ">" else next((m for m in _COMMENT_MARKERS if stripped.startswith(m)), None)
+            if first is None:
+                return None
         elif not stripped.startswith(first):
             return None
     return first

@@ -51,7 +51,7 @@ from clusterctl.quarantine.policy import counts_against
 from clusterctl.quarantine.release import refusals, release_hosts
 from clusterctl.quarantine.run import control_plane
 from clusterctl.secret import mask_text
-from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.transport.base import FailureKind, Transport, TransportError
 from clusterctl.undo_journal import undo_line
 from clusterctl.utc import file_stamp, utc_stamp
 from clusterctl.writable import host_file_name, make_folder, replace_file
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.host_reader import HostReader
     from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.transport.base import Transport
 
 T = TypeVar("T")
 #: Told each step of the chain as it happens: ``(host, what, detail)``.

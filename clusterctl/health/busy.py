@@ -23,13 +23,12 @@ from clusterctl.facts.compute_apps import COMMAND as COMPUTE_APPS
 from clusterctl.facts.compute_apps import parse_compute_apps
 from clusterctl.health.checks import HostInput
 from clusterctl.terminal_text import one_line
-from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.transport.base import FailureKind, Transport, TransportError
 from clusterctl.wording import first_few, plural
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Host, Inventory
-    from clusterctl.transport.base import Transport
 
 
 @dataclass

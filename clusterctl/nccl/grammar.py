@@ -274,17 +274,12 @@ def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None
                 f"{name}={value} uses the per-collective form, which NCCL reads only from 2.24 on (this is {version})",
                 f"use a plain list such as {name}={info.values[0]} or upgrade NCCL"))
         lists = []
-        for part in text.split(";"):
-            if not part.strip():
-                continue
-            if ":" not in part:
-                lists.append(part)
-                continue
-            collective, _, words = part.partition(":")
-            if not collective.strip():
+        for part in filter(str.strip, text.split(";")):
+            collective, colon, words = part.partition(":")
+            if colon and not collective.strip():
                 problems.append(invalid(f"{name}={value}: {part!r} has no collective name before ':'",
                                         f"write it as allreduce:{words}"))
-            lists.append(words)
+            lists.append(words if colon else part)
     else:
         lists = [text]
     for words in lists:

@@ -34,11 +34,10 @@ from clusterctl.changes import MAKES_EVICTION, MAKES_NO_TRACE, Change, ChangeFai
 from clusterctl.cluster_access import no_cluster_here, read_pods, server_refused
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import Pod, pods_command
-from clusterctl.transport.base import FailureKind, TransportError
+from clusterctl.transport.base import FailureKind, Transport, TransportError
 
 if TYPE_CHECKING:
     from clusterctl.host_reader import HostReader
-    from clusterctl.transport.base import Transport
 
 DEFAULT_TIMEOUT_S = 300.0
 

@@ -43,8 +43,9 @@ from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.host_queue import HostQueue
 from clusterctl.quarantine.pending_work import PendingHost, PendingWork
 from clusterctl.quarantine.policy import cap
+from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
 from clusterctl.quarantine.webhook_payload import HOST_LABELS, BadPayload, DecisionLog, parse_payload
-from clusterctl.undo_journal import undo_line
+from clusterctl.undo_journal import undo_line, undoable
 from clusterctl.wording import plural
 
 if TYPE_CHECKING:
@@ -241,9 +242,6 @@ class Remediator:
             self._pending.done(name, wanted.seq)
 
     def _decide_and_act(self, host: Host, wanted: PendingHost, gate: Gate) -> str:
-        from clusterctl.quarantine.run import QuarantineRequest, quarantine_hosts
-        from clusterctl.undo_journal import undoable
-
         name, alerts = host.name, ",".join(wanted.alerts)
         drain = wanted.action == "drain"
         request = QuarantineRequest(reason=f"alert {', '.join(wanted.alerts)} (clusterctl remediate)",

@@ -64,8 +64,7 @@ class ListenAddress:
 
     def url(self, port: int, *, tls: bool = False) -> str:
         """The webhook's URL on ``port`` (the one bound: ``--listen :0`` asks for any)."""
-        host = f"[{self.host}]" if self.ipv6 else self.host
-        return f"{'https' if tls else 'http'}://{host}:{port}/webhook"
+        return f"{'https' if tls else 'http'}://{_peer((self.host, port))}/webhook"
 
 
 def parse_listen(text: str) -> ListenAddress:

@@ -19,7 +19,7 @@ from clusterctl.inventory.model import Host
 from clusterctl.saved_survey import load_saved_survey
 from clusterctl.survey.checks.host import CardPort
 from clusterctl.survey.collect import HostFacts
-from clusterctl.survey.topology import Shape, build_topology
+from clusterctl.survey.topology import Shape, build_topology, link_class
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def _gpu_links(matrix: TopoMatrix | None, nic_name: str) -> tuple[tuple[int, str
     label = next((d.label for d in matrix.nics if (d.device_name or d.label) == nic_name), None)
     if label is None:
         return ()
-    return tuple((gpu.index, "SYS" if link.kind == "SOC" else link.kind) for gpu in matrix.gpus
+    return tuple((gpu.index, link_class(link)) for gpu in matrix.gpus
                  if (link := matrix.link(gpu.label, label) or matrix.link(label, gpu.label)) is not None)
 
 

@@ -247,8 +247,7 @@ def run_sweep(
         outcomes.extend(result.outcomes)
         for (name, cand), interval in result.intervals.items():
             intervals.setdefault(cand, {})[(seq.collective, name)] = interval
-        for name, pair in result.winners.items():
-            confirmed[(seq.collective, name)] = pair
+        confirmed.update({(seq.collective, name): pair for name, pair in result.winners.items()})
         notes.extend(result.notes)
         if not table:
             table = result.table
