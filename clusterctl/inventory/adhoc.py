@@ -9,31 +9,36 @@ from __future__ import annotations
 
 import re
 
-from clusterctl.errors import UsageError
+from clusterctl.errors import BadValue, UsageError
 from clusterctl.hostlist import HostListError, expand
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.inventory.values import host_name
 
 _ITEM = re.compile(
     r"^(?:(?P<user>[^@\s]+)@)?"
     r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:@\s]+|[0-9A-Fa-f:]+:[0-9A-Fa-f:.]+)"
     r"(?::(?P<port>\d+))?$"
 )
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:%\[\]-]+$")
+
+_HOW = "Write hosts as 'gpu-[01-16],login1' or 'a,b,'."
 
 
 def inventory_from_host_list(spec: str) -> Inventory:
     try:
         items = expand(spec)
     except HostListError as exc:
-        raise UsageError(f"-i {spec!r}: {exc}.", hint="Write hosts as 'gpu-[01-16],login1' or 'a,b,'.") from None
+        raise UsageError(f"-i {spec!r}: {exc}.", hint=_HOW) from None
     if not items:
-        raise UsageError(f"-i {spec!r} names no host.", hint="Write hosts as 'gpu-[01-16],login1' or 'a,b,'.")
+        raise UsageError(f"-i {spec!r} names no host.", hint=_HOW)
     hosts: dict[str, Host] = {}
     for item in items:
         m = _ITEM.match(item)
-        if m is None or not _SAFE_NAME.match(m.group("host")):
+        if m is None:
             raise UsageError(f"-i {spec!r}: {item!r} is not [user@]host[:port].")
-        name = m.group("host").strip("[]")
+        try:  # the rule an inventory file's host names keep: '-foo' would reach commands as an option
+            name = host_name(m.group("host").strip("[]"))
+        except BadValue as exc:
+            raise UsageError(f"-i {spec!r}: {exc}", hint=_HOW) from None
         if name not in hosts:  # the first of a name's items says how to reach it
             port = int(m.group("port")) if m.group("port") else None
             hosts[name] = Host(name=name, user=m.group("user"), port=port, groups=("ungrouped",), source="-i")

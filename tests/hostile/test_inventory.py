@@ -105,6 +105,14 @@ def test_an_ad_hoc_list_works_as_an_inventory(cli) -> None:  # type: ignore[no-u
     assert cli("-i", "x;rm -rf /,", "inventory", "show").code == 2
 
 
+@pytest.mark.parametrize("name", ["-oProxyCommand", ".hidden", "a..b", ":::"])
+def test_an_ad_hoc_host_is_named_by_the_inventory_files_rule(cli, name: str) -> None:  # type: ignore[no-untyped-def]
+    # A name such as '-foo' reaches commands (kubectl drain NAME) as an option: inventory files refuse it.
+    ran = cli("-i", f"{name},", "inventory", "show")
+    assert ran.code == 2 and repr(name) in ran.err and "letters, digits" in ran.err
+    assert "Traceback" not in ran.err
+
+
 @pytest.mark.parametrize(
     ("field", "line"),
     [("rack", '  gpu-a1: {address: 10.0.0.1, rack: "b\\e[2J\\e]0;pwned\\a"}'),
