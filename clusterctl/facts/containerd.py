@@ -123,13 +123,9 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
         missing["config"] = "section missing from the output"
     elif not cat_missing(config_section.text):
         config = config_section.text
-    dropins: dict[str, str] = {}
     listing = sections.get("dropins")
-    if listing is not None and not re.search(r"^ls: ", listing.text, re.MULTILINE):
-        for line in listing.lines:
-            name = line.strip()
-            if name.endswith(".toml") and "/" not in name:
-                dropins[name] = ""
+    dropins = {} if listing is None or re.search(r"^ls: ", listing.text, re.MULTILINE) else {
+        name: "" for line in listing.lines if (name := line.strip()).endswith(".toml") and "/" not in name}
     hosts_files = {registry: text for registry, text in files_read(sections, "hosts:").items() if text is not None}
     pause = None
     images = sections.get("kubeadm-images")

@@ -159,10 +159,8 @@ def url_host(url: str) -> str:
 def member_of(members: list[EtcdMember], node: str, address: str) -> EtcdMember | None:
     """The member of the control-plane node ``node``: kubeadm names each member after its node; a member
     whose name was lost (added, never started) is matched by its peer URL's host, the node's address."""
-    named = next((m for m in members if m.name == node), None)
-    if named is not None:
-        return named
-    return next((m for m in members if address and any(url_host(u) == address for u in m.peer_urls)), None)
+    return next((m for m in members if m.name == node), None) or next(
+        (m for m in members if address and any(url_host(u) == address for u in m.peer_urls)), None)
 
 
 def etcd_quorum(members: list[EtcdMember], health: list[EndpointHealth], leaving: EtcdMember) -> str:

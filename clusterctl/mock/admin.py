@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.mock.state import MockCluster
@@ -47,8 +46,7 @@ def reset(hosts: Sequence[Host], *, whole_cluster: bool) -> list[str]:
     for host in mock_hosts(hosts):
         by_folder.setdefault(str(host.mock_state), []).append(host.name)
     for folder, names in by_folder.items():
-        cluster = MockCluster(Path(folder))
-        removed += cluster.reset(None if whole_cluster else names)
+        removed += MockCluster(folder).reset(None if whole_cluster else names)
     return removed
 
 

@@ -389,15 +389,8 @@ class MockCluster:
 
     def reset(self, hosts: list[str] | None = None) -> list[str]:
         """Forget hosts' state (all of them and the cluster's when ``hosts`` is None); what was removed."""
-        removed: list[str] = []
-        if hosts is None:
-            if self.folder.exists():
-                removed = [str(self.folder)]
-                shutil.rmtree(self.folder)
-            return removed
-        for name in hosts:
-            folder = self.host(name).folder
-            if folder.exists():
-                shutil.rmtree(folder)
-                removed.append(str(folder))
-        return removed
+        folders = [self.folder] if hosts is None else [self.host(name).folder for name in hosts]
+        removed = [folder for folder in dict.fromkeys(folders) if folder.exists()]
+        for folder in removed:
+            shutil.rmtree(folder)
+        return [str(folder) for folder in removed]

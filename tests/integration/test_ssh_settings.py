@@ -173,6 +173,14 @@ def test_host_key_known_unknown_changed_and_hashed(tmp_path: Path) -> None:
     _check_in(KnownHosts(path), fresh, stranger, accept_new=False)
 
 
+def test_a_recorded_key_goes_on_a_line_of_its_own_and_is_named_by_it(tmp_path: Path) -> None:
+    old, new = _key(), _key()
+    path = tmp_path / "known_hosts"
+    path.write_text(f"# comment\nold {old.get_name()} {old.get_base64()}")  # no newline at the end (hand-edited)
+    assert KnownHosts(path).add("new", new.get_name(), new.get_base64()) == 3
+    assert path.read_text().splitlines()[2] == f"new {new.get_name()} {new.get_base64()}"
+
+
 def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture) -> None:
     from clusterctl.transport.ssh import hostkeys

@@ -39,19 +39,18 @@ def unit_name(name: str) -> str:
 
 def containerd_start_check(ctx: ToolContext) -> str | None:
     """Why containerd would not start with the config in the tree, or None."""
-    from clusterctl.mock.tools.containerd_config import TOMLError, imported, installed_major, parse_toml
+    from clusterctl.mock.tools.containerd_config import CONFIG, TOMLError, imported, installed_major, parse_toml
     from clusterctl.mock.tools.ctr import containerd_version
 
     highest = 2 if installed_major(ctx) < 2 else (3 if containerd_version(ctx).startswith(("2.0", "2.1", "2.2")) else 4)
-    path = "/etc/containerd/config.toml"
-    data = ctx.fs.read(path)
+    data = ctx.fs.read(CONFIG)
     if data is None:
         return None
-    files = [path]
+    files = [CONFIG]
     try:
         root = parse_toml(data)
     except TOMLError as exc:
-        return f'containerd: failed to load TOML: {path}: {exc}'
+        return f"containerd: failed to load TOML: {CONFIG}: {exc}"
     imports = root.get("imports") or []
     for pattern in imports if isinstance(imports, list) else []:
         files.extend(imported(ctx, pattern))

@@ -139,17 +139,15 @@ class KnownHosts:
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a+", encoding="utf-8") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
-                try:
-                    fh.seek(0)
-                    existing = fh.read()
-                    if existing and not existing.endswith("\n"):
-                        fh.write("\n")
-                    fh.write(line)
-                    fh.flush()
-                    number = existing.count("\n") + (1 if existing and not existing.endswith("\n") else 0) + 1
-                finally:
-                    fcntl.flock(fh, fcntl.LOCK_UN)
+                fcntl.flock(fh, fcntl.LOCK_EX)  # released when the file is closed
+                fh.seek(0)
+                existing = fh.read()
+                if existing and not existing.endswith("\n"):
+                    existing += "\n"
+                    fh.write("\n")
+                fh.write(line)
+                fh.flush()
+                number = existing.count("\n") + 1
             self._index(KnownHostLine(number, (name,), key_type, key_base64))
             return number
 
