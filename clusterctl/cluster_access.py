@@ -18,11 +18,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
+from clusterctl.facts import kube_nodes
 from clusterctl.terminal_text import one_line
 from clusterctl.transport.base import CommandResult, FailureKind, Transport, TransportError
 
 if TYPE_CHECKING:
-    from clusterctl.facts.kube_nodes import KubeNode, Pod
     from clusterctl.fanout import Runner
     from clusterctl.fanout.outcomes import Failure
     from clusterctl.host_reader import HostReader
@@ -181,40 +181,34 @@ def read_answer(transport: Transport | HostReader, command: str, parse: Callable
         raise UnreadableAnswer(exc, node=node) from exc
 
 
-def read_nodes(transport: Transport | HostReader) -> dict[str, KubeNode]:
+def read_nodes(transport: Transport | HostReader) -> dict[str, kube_nodes.KubeNode]:
     """The cluster's nodes by name, in the API server's order (``kubectl get nodes -o json``; fails as
     ``read_answer`` does)."""
-    from clusterctl.facts.kube_nodes import NODES_COMMAND, parse_nodes
-
-    return {n.name: n for n in read_answer(transport, NODES_COMMAND, parse_nodes)}
+    return {n.name: n for n in read_answer(transport, kube_nodes.NODES_COMMAND, kube_nodes.parse_nodes)}
 
 
-def read_node(transport: Transport | HostReader, name: str) -> KubeNode | None:
+def read_node(transport: Transport | HostReader, name: str) -> kube_nodes.KubeNode | None:
     """The node ``name`` as the API server has it (``kubectl get node NAME -o json`` through
     ``transport``, a control plane); None when the cluster has no such node. Fails as ``read_nodes``
     does: ``command_failed``'s ``TransportError``, or an ``UnreadableAnswer`` naming the node."""
-    from clusterctl.facts.kube_nodes import node_command, parse_node
-
     try:
-        return read_answer(transport, node_command(name), parse_node, node=name)
+        return read_answer(transport, kube_nodes.node_command(name), kube_nodes.parse_node, node=name)
     except NotFound:
         return None
 
 
-def read_pods(transport: Transport | HostReader, node: str) -> list[Pod]:
+def read_pods(transport: Transport | HostReader, node: str) -> list[kube_nodes.Pod]:
     """The pods bound to ``node`` (``kubectl get pods --field-selector spec.nodeName=NODE -o json`` through
     ``transport``, a control plane): the one reader of a node's pods (the drain, health's GPU pods). A
     failed or unreadable answer is a ``TransportError`` of one line (the node, the control plane, and
     ``command_failed``'s kubectl line or the parser's) of the failure's own kind (unreachable, timed out...)."""
-    from clusterctl.facts.kube_nodes import parse_pods, pods_command
-
     try:
-        return read_answer(transport, pods_command(node), parse_pods)
+        return read_answer(transport, kube_nodes.pods_command(node), kube_nodes.parse_pods)
     except TransportError as exc:
         raise TransportError(exc.kind, f"the pods of node {node} could not be read through "
                                        f"{transport.host.name} ({one_line(exc.message)})") from None
 
 
-def cluster_nodes(runner: Runner, host: Host) -> dict[str, KubeNode]:
+def cluster_nodes(runner: Runner, host: Host) -> dict[str, kube_nodes.KubeNode]:
     """The cluster's nodes by name, as the control plane ``host`` lists them (``read_nodes``)."""
     return on_control_plane(runner, host, read_nodes, what="read the cluster's nodes", label="nodes")

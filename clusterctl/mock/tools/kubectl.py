@@ -127,12 +127,10 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
 def _schedule_pod(ctx: ToolContext, kube: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
     spec = doc.get("spec") or {}
     node = str((spec.get("nodeSelector") or {}).get("kubernetes.io/hostname", ""))
-    wanted = sum(int(str(((container.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)))
-                 for container in spec.get("containers") or [])
     record = (kube.get("nodes") or {}).get(node)
     gpus = list((record or {}).get("gpus") or [])
     offered = len(gpus) if ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES) else 0
-    if record is None or not ks.cni_ready(kube) or offered < wanted:
+    if record is None or not ks.cni_ready(kube) or offered < kw.gpus_asked(spec):
         return {"node": node, "phase": "Pending", "logs": ""}
     if ks.fault(ctx, str(record.get("host", node)), "gpu-pod") == "fail":
         # What a container prints when the NVIDIA runtime gave it no working GPU (toolkit#48).
