@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.klog import is_klog_line
-from clusterctl.facts.sections import MARKER_FILES, Section, cat_missing, files_read, section_command, split_sections
+from clusterctl.facts.sections import MARKER_FILES, cat_missing, files_read, ls_failed, section_command, split_sections
 from clusterctl.facts.table import cells_under_header, numbered_lines, read_lines
 
 _WHAT = "containerd facts"
@@ -124,7 +124,7 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
     elif not cat_missing(config_section.text):
         config = config_section.text
     listing = sections.get("dropins")
-    dropins = {} if listing is None or re.search(r"^ls: ", listing.text, re.MULTILINE) else {
+    dropins = {} if listing is None or ls_failed(listing.text) else {
         name: "" for line in listing.lines if (name := line.strip()).endswith(".toml") and "/" not in name}
     hosts_files = {registry: text for registry, text in files_read(sections, "hosts:").items() if text is not None}
     pause = None
@@ -137,13 +137,13 @@ def parse_containerd_probe(text: str) -> ContainerdFacts:
             missing["kubeadm-images"] = next(line for line in answer if line.strip()).strip()
         else:
             pause = pause_image(sections.read("kubeadm-images", parse_kubeadm_images))
-    service = _systemd_word(sections.get("service"), ("active", "inactive", "failed", "activating", "deactivating"))
-    enabled = _systemd_word(sections.get("enabled"), ("enabled", "disabled", "masked", "static"))
+    service = _systemd_word(sections.text("service"), ("active", "inactive", "failed", "activating", "deactivating"))
+    enabled = _systemd_word(sections.text("enabled"), ("enabled", "disabled", "masked", "static"))
     return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing=missing,
                            service=service, enabled=enabled)
 
 
-def _systemd_word(section: Section | None, words: tuple[str, ...]) -> str | None:
+def _systemd_word(section_text: str, words: tuple[str, ...]) -> str | None:
     """``systemctl is-active`` / ``is-enabled`` answer one word; anything else (no systemd) is None."""
-    lines = [line.strip() for line in section.lines if line.strip()] if section is not None else []
-    return lines[0] if len(lines) == 1 and lines[0] in words else None
+    said = section_text.split()
+    return said[0] if len(said) == 1 and said[0] in words else None

@@ -16,7 +16,7 @@ from typing import Literal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact, absent_reason
-from clusterctl.facts.sections import Section, section_command, split_sections
+from clusterctl.facts.sections import Section, filled_lines, section_command, split_sections
 from clusterctl.facts.table import cells_under_header, numbered_lines, read_lines
 
 _WHAT = "node facts"
@@ -181,7 +181,7 @@ _DRIVER_VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 
 def _one_line(section: Section, fits: Callable[[str], object] = bool, expected: str = "") -> str:
     """The section's one line, which ``fits`` must accept (else ``expected`` says what it should be)."""
-    values = [line.strip() for line in section.lines if line.strip()]
+    values = filled_lines(section.text)
     if len(values) != 1:
         raise ParseError(_WHAT, f"it should hold one line, it holds {len(values)}", line=1)
     if not fits(values[0]):

@@ -7,7 +7,8 @@ import shlex
 from dataclasses import dataclass
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.sections import MARKER_FILES, section_command, split_sections
+from clusterctl.facts.base import absent_reason
+from clusterctl.facts.sections import MARKER_FILES, cat_missing, section_command, split_sections
 from clusterctl.facts.table import read_lines
 
 _LOG = re.compile(r"^(?:[A-Z]{4}\[\d+\]|time=\"[^\"]*\" level=)")
@@ -49,15 +50,11 @@ def toolkit_probe(runtime_binary: str, cdi_spec: str) -> str:
     ], marker=MARKER_FILES)
 
 
-def _missing(text: str) -> bool:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return not first or "No such file or directory" in first or "not found" in first
-
-
 def parse_toolkit_probe(text: str) -> ToolkitFacts:
     sections = split_sections(text, "nvidia toolkit facts", marker=MARKER_FILES)
     body = sections.text
-    version = None if _missing(body("ctk-version")) else sections.read("ctk-version", parse_ctk_version)
-    driver = None if _missing(body("driver")) else body("driver").strip()
-    return ToolkitFacts(version, not _missing(body("runtime")), None if _missing(body("cdi-spec")) else
+    # A tool's answer is read for the shell's words; a file's text never is (cat's own line says it is absent).
+    version = None if absent_reason(body("ctk-version")) else sections.read("ctk-version", parse_ctk_version)
+    driver = None if absent_reason(body("driver")) else body("driver").strip()
+    return ToolkitFacts(version, absent_reason(body("runtime")) is None, None if cat_missing(body("cdi-spec")) else
                         body("cdi-spec"), driver)

@@ -76,10 +76,14 @@ _CAT_MISSING = re.compile(r"^(?:\S*/)?cat: .+: No such file or directory$")
 _LS_ERROR = re.compile(r"^(?:\S*/)?ls: ")
 
 
+def filled_lines(section_text: str) -> list[str]:
+    """The section's lines that hold something, stripped: a one-line answer reads ``[answer]``."""
+    return [line.strip() for line in section_text.splitlines() if line.strip()]
+
+
 def cat_missing(section_text: str) -> bool:
     """Whether a ``cat PATH 2>&1`` section says the file does not exist."""
-    first = section_text.strip().splitlines()[0] if section_text.strip() else ""
-    return bool(_CAT_MISSING.match(first))
+    return bool(_CAT_MISSING.match(next(iter(filled_lines(section_text)), "")))
 
 
 def ls_failed(section_text: str) -> bool:

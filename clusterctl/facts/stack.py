@@ -14,7 +14,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact, absent_reason
 from clusterctl.facts.model import SoftwareStack
 from clusterctl.facts.node import parse_os_release
-from clusterctl.facts.sections import split_sections
+from clusterctl.facts.sections import filled_lines, split_sections
 
 _WHAT = "software stack"
 
@@ -54,10 +54,6 @@ _NCCL = (
 _KERNEL = re.compile(r"^\d+\.\d+\S*$")
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
 def parse_stack(text: str) -> SoftwareStack:
     sections = split_sections(text, _WHAT)
     found: dict[str, str | None] = {}
@@ -77,7 +73,7 @@ def parse_stack(text: str) -> SoftwareStack:
             found[component] = match.group(1)
             missing.pop(component, None)
         else:
-            missing.setdefault(component, f"unrecognised output: {_first_line(output)[:80]!r}")
+            missing.setdefault(component, f"unrecognised output: {next(iter(filled_lines(output)), '')[:80]!r}")
 
     why = absent_reason(sections.text("os-release"))
     release: dict[str, str] = {}
@@ -89,7 +85,7 @@ def parse_stack(text: str) -> SoftwareStack:
     if "NAME" not in release:
         missing["os"] = why or "no NAME= line in /etc/os-release"
 
-    kernel = _first_line(sections.text("kernel"))
+    kernel = next(iter(filled_lines(sections.text("kernel"))), "")
     if _KERNEL.match(kernel):
         found["kernel"] = kernel
     else:

@@ -7,18 +7,10 @@ its default (ssh, port from ssh_config, the current user), as in those tools.
 
 from __future__ import annotations
 
-import re
-
 from clusterctl.errors import BadValue, UsageError
 from clusterctl.hostlist import HostListError, expand
 from clusterctl.inventory.model import Host, Inventory
-from clusterctl.inventory.values import host_name
-
-_ITEM = re.compile(
-    r"^(?:(?P<user>[^@\s]+)@)?"
-    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:@\s]+|[0-9A-Fa-f:]+:[0-9A-Fa-f:.]+)"
-    r"(?::(?P<port>\d+))?$"
-)
+from clusterctl.inventory.values import host_name, user_host_port
 
 _HOW = "Write hosts as 'gpu-[01-16],login1' or 'a,b,'."
 
@@ -32,15 +24,12 @@ def inventory_from_host_list(spec: str) -> Inventory:
         raise UsageError(f"-i {spec!r} names no host.", hint=_HOW)
     hosts: dict[str, Host] = {}
     for item in items:
-        m = _ITEM.match(item)
-        if m is None:
-            raise UsageError(f"-i {spec!r}: {item!r} is not [user@]host[:port].")
         try:  # the rule an inventory file's host names keep: '-foo' would reach commands as an option
-            name = host_name(m.group("host").strip("[]"))
+            user, host, port = user_host_port(item)
+            name = host_name(host)
         except BadValue as exc:
             raise UsageError(f"-i {spec!r}: {exc}", hint=_HOW) from None
         if name not in hosts:  # the first of a name's items says how to reach it
-            port = int(m.group("port")) if m.group("port") else None
-            hosts[name] = Host(name=name, user=m.group("user"), port=port, groups=("ungrouped",), source="-i")
+            hosts[name] = Host(name=name, user=user, port=port, groups=("ungrouped",), source="-i")
     return Inventory(name="ad-hoc", hosts=tuple(hosts.values()), groups={"ungrouped": tuple(hosts)},
                      source=f"-i {spec}", format="host-list")

@@ -6,7 +6,9 @@ import os
 import re
 from collections import Counter, defaultdict
 
+from clusterctl.errors import BadValue
 from clusterctl.inventory.model import Host, Inventory, StackPin
+from clusterctl.inventory.values import user_host_port
 from clusterctl.wording import first_few
 
 _DEFAULT_SSH_PORT = 22
@@ -47,7 +49,6 @@ def check_inventory(inventory: Inventory) -> list[str]:
 
 # A DNS name or an IPv4/IPv6 address (with an optional %zone); anything else cannot be resolved.
 _HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$|^[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?$")
-_JUMP_HOP = re.compile(r"^(?:[^@\s]+@)?(\[[0-9A-Fa-f:.]+\]|[^:@\s\[\]]+)(?::(\d+))?$")
 
 
 def _unreachable_by_design(hosts: tuple[Host, ...]) -> list[str]:
@@ -63,8 +64,7 @@ def _unreachable_by_design(hosts: tuple[Host, ...]) -> list[str]:
             )
         if host.ssh.jump_host:
             for hop in host.ssh.jump_host.split(","):
-                m = _JUMP_HOP.match(hop.strip())
-                if not m or not _HOST_NAME.match(m.group(1).strip("[]")):
+                if not _jump_hop_reachable(hop.strip()):
                     warnings.append(
                         f"host {host.name}: jump host {hop.strip()!r} is not [user@]host[:port] with a host "
                         "name or IP address."
@@ -72,6 +72,13 @@ def _unreachable_by_design(hosts: tuple[Host, ...]) -> list[str]:
         if host.ssh.key_file and not os.path.isfile(os.path.expanduser(host.ssh.key_file)):
             warnings.append(f"host {host.name}: SSH key file {host.ssh.key_file} does not exist on this machine.")
     return warnings
+
+
+def _jump_hop_reachable(hop: str) -> bool:
+    try:
+        return bool(_HOST_NAME.match(user_host_port(hop)[1]))
+    except BadValue:
+        return False
 
 
 def _same_endpoint(hosts: tuple[Host, ...]) -> list[str]:

@@ -103,6 +103,23 @@ def port(value: Any) -> int:
     return number
 
 
+# ``[user@]host[:port]``, optionally as an ``ssh://`` URI, as OpenSSH reads it: the user runs to the last '@';
+# an IPv6 address (with its %zone) is written bare, or in brackets when a port follows.
+_USER_HOST_PORT = re.compile(
+    r"(?:ssh://)?(?:(?P<user>\S+)@)?(?:(?:\[(?P<bracketed>[^\[\]@\s]+)\]|(?P<name>[^:@\[\]\s]+))(?::(?P<port>[^:]*))?"
+    r"|(?P<bare_ipv6>[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?))"
+)
+
+
+def user_host_port(spec: str) -> tuple[str | None, str, int | None]:
+    """The user, host and port of a host list's item or a ProxyJump hop: the one reading of both."""
+    m = _USER_HOST_PORT.fullmatch(spec)
+    if m is None:
+        raise BadValue(f"{spec!r} is not [user@]host[:port].")
+    return (m["user"], m["bracketed"] or m["name"] or m["bare_ipv6"],
+            None if m["port"] is None else port(m["port"]))
+
+
 def role(value: Any) -> str:
     name = text(value, "a role").strip()
     if name in ROLES:
@@ -127,8 +144,8 @@ def roles(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(role(item) for item in items))  # each role once, in the order written
 
 
-def fabric_type(value: Any) -> str:
-    name = text(value, "fabric type").strip()
+def fabric_type(value: Any, what: str = "fabric type") -> str:
+    name = text(value, what).strip()
     if name.lower() in FABRIC_TYPES:
         return name.lower()
     alias = FABRIC_ALIASES.get(name.lower())

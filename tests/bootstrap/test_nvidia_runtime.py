@@ -48,3 +48,18 @@ def test_cdi_spec_generated_when_missing_or_naming_another_driver() -> None:
     stale = phase.plan(ctx(True), ToolkitFacts("1.20.0", True, "libcuda.so.535.104.05\n", "535.154.05"))
     assert "does not name driver 535.154.05" in stale[-1].summary
     assert phase.plan(ctx(True), ToolkitFacts("1.20.0", True, "libcuda.so.535.154.05\n", "535.154.05")) == []
+
+
+def test_a_spec_is_missing_only_when_cat_says_so_and_the_toolkit_only_when_the_shell_does() -> None:
+    """A spec whose first line says "not found" was read as no spec: bootstrap regenerated it as its own file,
+    one that 'clusterctl reset' then removes."""
+    spec = "# devices not found at generation are left out\ncdiVersion: 0.5.0\n# libcuda.so.550.90.07\n"
+    probe = (f"@@clusterctl@@ ctk-version\nNVIDIA Container Toolkit CLI version 1.17.8\n@@clusterctl@@ runtime\n"
+             f"/usr/bin/nvidia-container-runtime\n@@clusterctl@@ cdi-spec\n{spec}@@clusterctl@@ driver\n550.90.07\n")
+    assert parse_toolkit_probe(probe) == ToolkitFacts("1.17.8", True, spec, "550.90.07")
+    absent = ("@@clusterctl@@ ctk-version\nsh: 1: nvidia-ctk: not found\n@@clusterctl@@ runtime\n"
+              "/usr/bin/ls: cannot access '/usr/bin/nvidia-container-runtime': No such file or directory\n"
+              "@@clusterctl@@ cdi-spec\n/usr/bin/cat: /etc/cdi/nvidia.yaml: No such file or directory\n"
+              "@@clusterctl@@ driver\ncat: /sys/module/nvidia/version: No such file or directory\n")
+    assert parse_toolkit_probe(absent) == ToolkitFacts(None, False, None, None)
+    assert parse_toolkit_probe(absent.replace("sh: 1: nvidia-ctk: not found", "")).ctk_version is None

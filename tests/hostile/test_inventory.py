@@ -105,6 +105,21 @@ def test_an_ad_hoc_list_works_as_an_inventory(cli) -> None:  # type: ignore[no-u
     assert cli("-i", "x;rm -rf /,", "inventory", "show").code == 2
 
 
+def test_an_ad_hoc_port_out_of_range_is_refused_as_an_inventory_files_port(cli) -> None:  # type: ignore[no-untyped-def]
+    # 'gpu1:70000' reached 'inventory show' as port 70000, which no connection can use.
+    ran = cli("-i", "gpu1:70000,", "inventory", "show")
+    assert ran.code == 2 and "from 1 to 65535" in ran.err and "'70000'" in ran.err
+
+
+def test_check_takes_jump_hosts_as_ssh_reaches_them(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A bare or zoned IPv6 hop, which the SSH transport reaches, was warned about as unreachable.
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("cluster: c\nhosts:\n  gpu-a1: {address: 10.0.0.1, roles: [control-plane], ssh: "
+                   '{jump_host: "ssh://admin@bastion:2222,fe80::1,[fe80::1%eth0]:22,bastion:0"}}\n')
+    warnings = json.loads(cli("-i", str(inv), "-o", "json", "inventory", "check").out)["warnings"]
+    assert warnings == ["host gpu-a1: jump host 'bastion:0' is not [user@]host[:port] with a host name or IP address."]
+
+
 @pytest.mark.parametrize("name", ["-oProxyCommand", ".hidden", "a..b", ":::"])
 def test_an_ad_hoc_host_is_named_by_the_inventory_files_rule(cli, name: str) -> None:  # type: ignore[no-untyped-def]
     # A name such as '-foo' reaches commands (kubectl drain NAME) as an option: inventory files refuse it.

@@ -119,6 +119,14 @@ def test_proxyjump_chains_parse_user_host_and_port() -> None:
         parse_jump_chain("host:notaport")
 
 
+@pytest.mark.parametrize("spec", ["[::1]x", "@bastion", "bas tion"])
+def test_a_jump_hop_ssh_could_not_read_is_refused_not_half_read(spec: str) -> None:
+    # '[::1]x' was taken as '::1' and '@bastion' as 'bastion' with ssh's default user.
+    with pytest.raises(TransportError) as err:
+        parse_jump_chain(spec)
+    assert f"bad jump host {spec!r}" in err.value.message
+
+
 def _key() -> paramiko.PKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import paramiko
 
+from clusterctl.errors import BadValue
+from clusterctl.inventory import values
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
@@ -45,34 +47,18 @@ class JumpHop:
 
     @classmethod
     def parse(cls, spec: str) -> JumpHop:
-        text = spec.strip()
-        if text.startswith("ssh://"):
-            text = text[len("ssh://") :]
-        user = None
-        if "@" in text:
-            user, text = text.rsplit("@", 1)
-        port = None
-        if text.startswith("["):  # [v6addr]:port
-            addr, _, rest = text[1:].partition("]")
-            text = addr
-            if rest.startswith(":"):
-                port = _parse_port(rest[1:], spec)
-        elif text.count(":") == 1:
-            text, port_text = text.split(":")
-            port = _parse_port(port_text, spec)
-        if not text:
-            raise TransportError(FailureKind.ERROR, f"bad jump host {spec!r}: no host name")
-        return cls(host=text, user=user or None, port=port)
+        try:
+            user, host, port = values.user_host_port(spec.strip())
+        except BadValue as exc:
+            raise TransportError(FailureKind.ERROR, f"bad jump host {spec!r}: {exc}") from None
+        return cls(host=host, user=user, port=port)
 
 
-def _parse_port(text: str, where: str) -> int:
+def _ssh_config_port(text: str, name: str) -> int:
     try:
-        port = int(text)
-    except ValueError:
-        raise TransportError(FailureKind.ERROR, f"bad port {text!r} in {where!r}") from None
-    if not 0 < port < 65536:
-        raise TransportError(FailureKind.ERROR, f"port {port} out of range in {where!r}")
-    return port
+        return values.port(text)
+    except BadValue as exc:
+        raise TransportError(FailureKind.ERROR, f"ssh_config's Port for {name}: {exc}") from None
 
 
 def parse_jump_chain(spec: str | None) -> tuple[JumpHop, ...]:
@@ -217,7 +203,7 @@ def resolve_target(
 
     hostname = address or _first(found.get("hostname")) or name
     resolved_port = port or (
-        _parse_port(str(_first(found["port"])), f"Port for {name}") if found.get("port") else None
+        _ssh_config_port(str(_first(found["port"])), name) if found.get("port") else None
     )
     resolved_user = user or _first(found.get("user")) or getpass.getuser()
 
