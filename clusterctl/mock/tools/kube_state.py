@@ -104,6 +104,23 @@ def filename_data(ctx: ToolContext, source: str) -> bytes | None:
     return ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
 
 
+def filename_objects(ctx: ToolContext, options: dict[str, str]) -> list[dict[str, Any]] | ToolResult:
+    """The objects ``-f SOURCE`` holds, or kubectl's refusal (apply, create and replace word them alike):
+    no ``-f`` or an empty one (refused before any server is asked; ``-k``, kustomize, is not simulated),
+    no such file, YAML it cannot read."""
+    import yaml
+
+    source = options.get("--filename", "")
+    data = filename_data(ctx, source)
+    if data is None:
+        return ctx.fail(f'error: the path "{source}" does not exist\n' if source else
+                        "error: must specify one of -f and -k\n")
+    try:
+        return [d for d in yaml.safe_load_all(data.decode()) if isinstance(d, dict)]
+    except yaml.YAMLError as exc:
+        return ctx.fail(f"error: error parsing {source}: error converting YAML to JSON: {exc}\n")
+
+
 def remove_etcd_member(kube: dict[str, Any], host: str) -> None:
     """The etcd member of ``host``'s control plane leaves the cluster (kubeadm reset, etcdctl member remove)."""
     removed = kube.setdefault("etcd_removed", [])

@@ -185,11 +185,7 @@ def _name_of(kind: str) -> str:
 
 
 def _apply(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolResult:
-    import yaml
-
-    source = options.get("--filename")
-    if source is None:  # kubectl refuses before it reaches the server (-k, kustomize, is not simulated)
-        return ctx.fail("error: must specify one of -f and -k\n")
+    source = options.get("--filename", "")
     server_side = "--server-side" in flags
     if source.startswith(("http://", "https://")):
         known = KNOWN_MANIFESTS.get(source.rsplit("/", 1)[-1])
@@ -197,14 +193,8 @@ def _apply(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolRe
             return ctx.fail(f'error: unable to read URL "{source}", server reported 404 Not Found, status code=404\n')
         docs = [{"kind": k, "metadata": {"name": n, "namespace": ns}} for k, ns, n in known]
         return _apply_docs(ctx, docs, source, server_side)
-    data = ks.filename_data(ctx, source)
-    if data is None:
-        return ctx.fail(f'error: the path "{source}" does not exist\n')
-    try:
-        docs = [d for d in yaml.safe_load_all(data.decode()) if isinstance(d, dict)]
-    except yaml.YAMLError as exc:
-        return ctx.fail(f'error: error parsing {source}: error converting YAML to JSON: {exc}\n')
-    return _apply_docs(ctx, docs, source, server_side)
+    read = ks.filename_objects(ctx, options)
+    return read if isinstance(read, ToolResult) else _apply_docs(ctx, read, source, server_side)
 
 
 def run(ctx: ToolContext) -> ToolResult:

@@ -30,20 +30,10 @@ RESOURCE = "leases.coordination.k8s.io"
 
 
 def _document(ctx: ToolContext, options: dict[str, str]) -> dict[str, Any] | ToolResult:
-    import yaml
-
-    source = options.get("--filename", "")
-    data = ks.filename_data(ctx, source)
-    if data is None:
-        return ctx.fail(f'error: the path "{source}" does not exist\n' if source else
-                        "error: must specify one of -f and -k\n")
-    try:
-        doc = yaml.safe_load(data.decode())
-    except yaml.YAMLError as exc:
-        return ctx.fail(f"error: error parsing {source}: error converting YAML to JSON: {exc}\n")
-    if not isinstance(doc, dict):
-        return ctx.fail("error: no objects passed to apply\n")
-    return doc
+    docs = ks.filename_objects(ctx, options)
+    if isinstance(docs, ToolResult):
+        return docs
+    return docs[0] if docs else ctx.fail("error: no objects passed to apply\n")
 
 
 def handles(words: list[str], options: dict[str, str], ctx: ToolContext) -> bool:
