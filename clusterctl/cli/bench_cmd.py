@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from clusterctl.cli.context import STATE_DIR, AppContext, app_context
-from clusterctl.errors import UsageError
 from clusterctl.findings import fails
 from clusterctl.inventory.model import Fabric, FabricType
 from clusterctl.terminal_layout import Column, print_table, print_wrapped
@@ -271,10 +270,11 @@ def report_command(
     from clusterctl.bench.logs import report_files, saved_survey_ports
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION
+    from clusterctl.inventory import values
+    from clusterctl.inventory.cluster_sections import by_rule
 
     app = app_context(ctx)
-    if fabric is not None and fabric not in ("ib", "roce", "ethernet"):
-        raise UsageError(f"--fabric must be ib, roce or ethernet, not {fabric!r}")
+    fabric = None if fabric is None else by_rule(values.fabric_type, fabric, "--fabric")
     limits = replace(fleet_limits(app.hosts() if app.inventory_path else ()), type=cast("FabricType | None", fabric))
     if min_fraction is not None:
         limits = replace(limits, within_rack_min=min_fraction)

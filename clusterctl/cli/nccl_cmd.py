@@ -60,15 +60,15 @@ def lint_command(
 ) -> None:
     from clusterctl.cli.findings_view import print_findings, summary_line
     from clusterctl.findings import FINDINGS_SCHEMA_VERSION, Finding, count_by_severity, fails
-    from clusterctl.inventory.model import FABRIC_TYPES
+    from clusterctl.inventory import values
+    from clusterctl.inventory.cluster_sections import by_rule
     from clusterctl.nccl.lint import lint_settings, no_settings_finding
     from clusterctl.nccl.sources import FORMATS, Setting, read_settings
 
     app = app_context(ctx)
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"--format takes one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fabric is not None and fabric not in FABRIC_TYPES:
-        raise UsageError(f"--fabric takes one of {', '.join(FABRIC_TYPES)}, got {fabric!r}")
+    fabric = None if fabric is None else by_rule(values.fabric_type, fabric, "--fabric")
     nvlink: bool | None = None
     gpu_nic_links: tuple[str, ...] | None = None
     if survey is not None:

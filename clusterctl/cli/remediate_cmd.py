@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,7 @@ import typer
 from clusterctl.cli.confirm import confirm_change
 from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
-from clusterctl.errors import BadValue, UsageError
+from clusterctl.errors import UsageError
 from clusterctl.writable import make_folder, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir
 
@@ -233,11 +234,9 @@ def alertmanager_config_command(
 ) -> None:
     from clusterctl.bootstrap.cluster.alerts import ReceiverAuth, render_alertmanager_receiver
     from clusterctl.inventory import values
+    from clusterctl.inventory.cluster_sections import by_rule
 
-    try:
-        url = values.url(url, "--url", local_files=False)
-    except BadValue as exc:
-        raise UsageError(exc.message, field="--url", hint=exc.hint) from None
+    url = by_rule(partial(values.url, local_files=False), url, "--url")
     if (cert_file is None) != (key_file is None):
         raise UsageError("--cert-file and --key-file go together", field="--cert-file")
     for option, value in (("--token-file", token_file), ("--ca-file", ca_file), ("--cert-file", cert_file),

@@ -106,13 +106,13 @@ def _known(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
 
 
 def text_setting(value: Any, where: str) -> str:
-    text = _by_rule(values.text, value.strip() if isinstance(value, str) else value, where)
+    text = by_rule(values.text, value.strip() if isinstance(value, str) else value, where)
     if not text:
         raise UsageError(f"must be a non-empty text value, not {value!r}.", field=where)
     return text
 
 
-def _by_rule(check: Callable[[Any, str], T], value: Any, where: str) -> T:
+def by_rule(check: Callable[[Any, str], T], value: Any, where: str) -> T:
     """``value`` read by the inventory's one rule for its kind (``values``), whose sentence names the
     setting: the same words in every section, here an error naming the field ``where``."""
     try:
@@ -122,7 +122,7 @@ def _by_rule(check: Callable[[Any, str], T], value: Any, where: str) -> T:
 
 
 def url_setting(value: Any, where: str) -> str:
-    return _by_rule(values.url, value, where)
+    return by_rule(values.url, value, where)
 
 
 def registry_setting(value: Any, where: str) -> str:
@@ -133,7 +133,7 @@ def registry_setting(value: Any, where: str) -> str:
 
 
 def subnet_setting(value: Any, where: str) -> str:
-    return _by_rule(values.subnet, value, where)
+    return by_rule(values.subnet, value, where)
 
 
 def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
@@ -261,8 +261,8 @@ def check_addons(section: Any, where: str) -> AddonSettings:
         mode,  # type: ignore[arg-type]
         charts,
         registry,
-        _by_rule(values.boolean, data.get("host_driver", True), f"{where}.host_driver"),
-        _by_rule(values.boolean, data.get("host_toolkit", True), f"{where}.host_toolkit"),
+        by_rule(values.boolean, data.get("host_driver", True), f"{where}.host_driver"),
+        by_rule(values.boolean, data.get("host_toolkit", True), f"{where}.host_toolkit"),
     )
 
 
@@ -273,7 +273,7 @@ def check_alerts(section: Any, where: str) -> AlertSettings:
         return dict(_label(k, v, f"{at}.{k}") for k, v in settings_mapping(value, at).items())
 
     def receiver_url(value: Any, at: str) -> str:  # where Alertmanager posts: the web, as alertmanager-config's
-        return _by_rule(partial(values.url, local_files=False), value, at)
+        return by_rule(partial(values.url, local_files=False), value, at)
 
     def optional_path(value: Any, at: str) -> str | None:
         return None if value is None else _absolute_path(value, at)

@@ -144,8 +144,8 @@ def roles(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(role(item) for item in items))  # each role once, in the order written
 
 
-def fabric_type(value: Any) -> str:
-    name = text(value, "fabric type").strip()
+def fabric_type(value: Any, what: str = "fabric type") -> str:
+    name = text(value, what).strip()
     if name.lower() in FABRIC_TYPES:
         return name.lower()
     alias = FABRIC_ALIASES.get(name.lower())

@@ -211,3 +211,12 @@ def test_compare_lists_what_moved_and_counts_what_did_not(tmp_path: Path) -> Non
     assert "h7/mlx5_0" in moved.stdout and "slower" in moved.stdout
     assert "unchanged" not in moved.stdout.split("figures compared")[0]  # no row for a link that held
     assert moved.stdout.rstrip().endswith("120 figures compared: 1 slower, 119 unchanged (within 5%, not listed)")
+
+
+def test_fabric_is_refused_in_the_words_of_the_inventorys_fabric_type() -> None:
+    # bench report said "--fabric must be ib, roce or ethernet", nccl lint "--fabric takes one of ...".
+    log = str(FIXTURES / "perftest" / "write_bw-ndr400-gbits-prompt.txt")
+    for command in (["bench", "report", log], ["nccl", "lint", str(FIXTURES / "nccl-settings" / "nccl.conf")]):
+        refused = clusterctl(*command, "--fabric", "infiniband")
+        assert refused.exit_code == 2
+        assert "field '--fabric': unknown fabric type 'infiniband'. Write 'ib' for infiniband." in refused.stderr

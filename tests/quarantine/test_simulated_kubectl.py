@@ -118,3 +118,11 @@ def test_scontrol_drain_needs_a_reason_and_resume_clears_it(sim: KubeSim) -> Non
     assert sim.sh("scontrol update nodename=gpu-a3 state=resume")[0] == 0
     assert "State=IDLE " in sim.sh("scontrol -o show node gpu-a3")[1]
     assert sim.sh("scontrol -o show node gpu-zz")[1:] == ("", "Node gpu-zz not found\n")
+
+
+def test_apply_without_a_file_refuses_as_the_real_kubectl_does(sim: KubeSim) -> None:
+    """The real kubectl 1.37.2 and 1.36.3 (built into the tools cache, tests/upstream/toolset.py), asked
+    ``kubectl --kubeconfig CONFIG apply`` (its server unreachable) and ``kubectl apply --dry-run=client``,
+    said this on stderr, nothing on stdout, exit 1: it refuses before it reaches any server."""
+    for args in ("apply", "apply --server-side", "apply --dry-run=client"):
+        assert sim.kubectl(args) == (1, "", "error: must specify one of -f and -k\n"), args

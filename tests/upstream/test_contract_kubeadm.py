@@ -254,3 +254,14 @@ def test_remove_etcd_member_without_a_cluster_empties_the_default_data_folder_al
     assert said == [["[reset] Deleted contents of the etcd data directory: /var/lib/etcd"], []]
     simulated, actual = reset_pair.files()
     assert simulated == actual and "/var/lib/etcd/member/snap/db" not in actual
+
+
+@pytest.mark.parametrize("skip", ["--skip-phases remove-etcd-member", "--skip-phases=remove-etcd-member"])
+def test_a_skipped_etcd_phase_keeps_the_etcd_data_in_either_flag_form(reset_pair: ResetPair, skip: str) -> None:
+    """kubeadm's flags are cobra's: ``--skip-phases=X`` is ``--skip-phases X``; either keeps etcd's data."""
+    config = render_reset_config("unix:///run/containerd/containerd.sock").encode()
+    sim, real = reset_pair.run(f"{RESET_COMMAND} {skip}", config)
+    assert real.exit_code == 0, real.output
+    assert kubeadm_lines(sim) == kubeadm_lines(real)
+    simulated, actual = reset_pair.files()
+    assert simulated == actual and "/var/lib/etcd/member/snap/db" in actual

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -100,15 +100,20 @@ def each(items: Iterable[_Item], answer: Callable[[_Item], ToolResult]) -> ToolR
                       max((a.exit_code for a in answers), default=0))
 
 
-def option(args: list[str], *names: str) -> str | None:
-    """The value of the first of ``names`` given (``--name VALUE`` or ``--name=VALUE``), or None."""
+def option_values(args: list[str], *names: str) -> Iterator[str]:
+    """Each value of ``names`` given, in order (``--name VALUE`` or ``--name=VALUE``, as cobra reads
+    them): a repeated slice flag (kubeadm's ``--skip-phases``) gives every one of its values."""
     for i, arg in enumerate(args):
         for name in names:
             if arg == name and i + 1 < len(args):
-                return args[i + 1]
+                yield args[i + 1]
             if arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-    return None
+                yield arg.split("=", 1)[1]
+
+
+def option(args: list[str], *names: str) -> str | None:
+    """The value of the first of ``names`` given (``--name VALUE`` or ``--name=VALUE``), or None."""
+    return next(option_values(args, *names), None)
 
 
 def split_args(args: list[str], valued: Collection[str]) -> tuple[list[str], dict[str, str], set[str]]:

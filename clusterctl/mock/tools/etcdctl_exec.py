@@ -17,6 +17,7 @@ import hashlib
 import json
 from typing import Any
 
+from clusterctl.mock.power import powered_off
 from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
@@ -44,7 +45,7 @@ def members(kube: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _healthy(ctx: ToolContext, host: str) -> bool:
-    return ks.fault(ctx, host, "power") != "off" and ks.fault(ctx, host, "etcd") != "down"
+    return not powered_off(ks.other_host(ctx, host)) and ks.fault(ctx, host, "etcd") != "down"
 
 
 def run(ctx: ToolContext, pod: str, argv: list[str]) -> ToolResult:

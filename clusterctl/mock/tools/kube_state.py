@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from importlib import resources
 from typing import Any
 
+from clusterctl.mock.power import powered_off
 from clusterctl.mock.state import HostState
 from clusterctl.mock.tools.base import ToolContext, ToolResult
 
@@ -185,4 +186,4 @@ def node_ready(ctx: ToolContext, kube: dict[str, Any], node: dict[str, Any]) -> 
     """Ready once a CNI runs, unless the host's kubelet is set to stay NotReady (``kubelet: not-ready``) or
     the host is switched off (``power: off``, ``clusterctl.mock.power``)."""
     host = str(node.get("host", ""))
-    return cni_ready(kube) and fault(ctx, host, "kubelet") != "not-ready" and fault(ctx, host, "power") != "off"
+    return cni_ready(kube) and fault(ctx, host, "kubelet") != "not-ready" and not powered_off(other_host(ctx, host))

@@ -15,7 +15,7 @@ true``) each step says what it "Would" do and nothing changes.
 from __future__ import annotations
 
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option_values
 from clusterctl.mock.tools.kubeadm_config import check_mixed_arguments, dry_run, klog, load_config
 
 ETCD_MANIFEST = "/etc/kubernetes/manifests/etcd.yaml"
@@ -57,8 +57,7 @@ def run(ctx: ToolContext) -> ToolResult:
     # skipPhases (or --skip-phases): a skipped remove-etcd-member neither removes a member nor empties
     # the etcd data folder (reset.go runs the workflow without it).
     skipped = {str(p) for p in config.get("skipPhases") or []}
-    skipped |= {p for i, a in enumerate(args) if a == "--skip-phases" and i + 1 < len(args)
-                for p in args[i + 1].split(",")}
+    skipped |= {p for value in option_values(args, "--skip-phases") for p in value.split(",")}
     etcd_phase = "remove-etcd-member" not in skipped
     etcd_data = etcd_phase and bool(ctx.fs.is_dir(ETCD_DATA) and ctx.fs.listdir(ETCD_DATA))
     if etcd_phase and ctx.fs.exists(ETCD_MANIFEST) and cluster_config:

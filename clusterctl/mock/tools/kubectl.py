@@ -187,7 +187,9 @@ def _name_of(kind: str) -> str:
 def _apply(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolResult:
     import yaml
 
-    source = options.get("--filename", "")
+    source = options.get("--filename")
+    if source is None:  # kubectl refuses before it reaches the server (-k, kustomize, is not simulated)
+        return ctx.fail("error: must specify one of -f and -k\n")
     server_side = "--server-side" in flags
     if source.startswith(("http://", "https://")):
         known = KNOWN_MANIFESTS.get(source.rsplit("/", 1)[-1])
