@@ -65,22 +65,19 @@ def run(
     on_phase: Callable[[EnginePhase[Any, Any], list[HostPhaseResult]], None] | None = None,
 ) -> RunReport:
     phases = select_phases(request.phase, request.skip_phases)
-    if request.resume and not request.apply:
-        raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
+    place = RunPlace.of(inventory, "bootstrap", request.state_dir)
+    store = place.progress(apply=request.apply, resume=request.resume, first="clusterctl bootstrap")
     answered: dict[str, dict[tuple[str, bool], CommandResult]] = {}
     if not request.options.allow_downgrade and any(p.name == "packages" for p in phases):
         # Refused before any phase changes a host (the kernel's come before the packages'), not halfway; a plan
         # the same, in one paragraph, as the run it shows (not once per host in its phases, findings and FAILED).
         # Its answers are the packages phase's first read, not made again (unless a phase before it changes the host).
         answered = _refuse_downgrades(runner, hosts, inventory, request.options)
-    place = RunPlace.of(inventory, "bootstrap", request.state_dir)
     resumed_with = None
     journals = None
     if any(p.name == "reset" for p in phases):
         journals = bootstrap_journals(place.journal_dir, cluster=inventory.name, fleet=place.key)
-    store = None
-    if request.apply:
-        store = place.progress(resume=request.resume, first="clusterctl bootstrap")
+    if store is not None:
         request, resumed_with = _survey_of_the_run(request, store)
         if request.survey:
             store.survey = str(Path(request.survey).expanduser().resolve())

@@ -312,17 +312,15 @@ class RenewRequest:
 
 def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: RenewRequest) -> RunReport:
     """Plan or run ``RENEW_PHASES`` on the control planes, one at a time; a failure stops there."""
-    if request.resume and not request.apply:
-        raise UsageError("--resume only makes sense for a run that applies (not with --dry-run)")
+    place = RunPlace.of(inventory, "certs-renew", request.state_dir)
+    progress = place.progress(apply=request.apply, resume=request.resume, first="clusterctl certs renew --yes")
     phases = select_phases(RENEW_PHASES, None, request.skip_phases, command="certs renew")
     check(runner, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
-    place = RunPlace.of(inventory, "certs-renew", request.state_dir)
     chosen = control_planes(hosts)
     settings = RunSettings(apply=request.apply, resume=request.resume,
                            options=request,
                            batches=[[h.name] for h in chosen],
-                           progress=place.progress(resume=request.resume, first="clusterctl certs renew --yes")
-                           if request.apply else None,
+                           progress=progress,
                            journal=place.journal("certs renew") if request.apply else None,
                            resume_hint="clusterctl certs renew --resume --yes")
     return run_phases(inventory, chosen, runner, phases, settings)

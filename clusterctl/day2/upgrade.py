@@ -610,10 +610,8 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     first = inventory.first_control_plane
     if first is None:
         raise UsageError("the inventory has no control-plane host", field="roles")
-    if request.resume and not request.apply:
-        raise UsageError("--resume continues an 'upgrade apply'; 'upgrade plan' always reads the cluster afresh")
     place = RunPlace.of(inventory, "upgrade", request.state_dir)
-    store = place.progress(resume=request.resume, first="clusterctl upgrade apply --to X") if request.apply else None
+    store = place.progress(apply=request.apply, resume=request.resume, first="clusterctl upgrade apply --to X")
     wanted, pin = _target(request, first, store)
     target = parse(wanted)
     # Every connection of the run carries the hosts as the upgraded cluster has them, every Kubernetes pin at

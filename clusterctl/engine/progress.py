@@ -81,9 +81,14 @@ class RunPlace:
         """Where every undo journal goes, whichever command wrote it: ``<state dir>/undo``."""
         return self.state_dir / "undo"
 
-    def progress(self, *, resume: bool, first: str) -> ProgressStore:
-        """The run's progress: the last run's to go on from (``resume``), else a fresh one. ``first``: the
-        command to run when there is nothing to resume."""
+    def progress(self, *, apply: bool, resume: bool, first: str) -> ProgressStore | None:
+        """The run's progress: the last run's to go on from (``resume``), else a fresh one; ``None`` for a run
+        that does not apply, which keeps none to go on from. ``first``: the command to run when there is
+        nothing to resume."""
+        if resume and not apply:
+            raise UsageError("--resume only makes sense for a run that applies (not with --dry-run or plan)")
+        if not apply:
+            return None
         path = self.progress_path
         if resume and not path.exists():
             raise UsageError(f"--resume: no progress file for cluster '{self.cluster}' at {path}",

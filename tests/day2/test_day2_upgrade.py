@@ -269,3 +269,12 @@ def test_an_apply_stopped_before_it_starts_has_something_to_do(bootstrapped_demo
     done = _apply(bootstrapped_demo, "--to", "1.36.3", "-o", "json")
     assert (done.exit_code, done.json()["ok"], done.json()["nothing_to_do"]) == (1, False, False), done.output
     assert "nothing to do" not in _apply(bootstrapped_demo, "--to", "1.36.3").output
+
+
+@pytest.mark.parametrize("command", [("bootstrap",), ("certs", "renew"), ("upgrade", "apply", "--to", "1.37.2")])
+def test_resume_with_dry_run_is_refused_in_one_sentence(command: tuple[str, ...], tmp_path: Path) -> None:
+    # Three wordings before; 'upgrade apply --dry-run --resume' spoke of 'upgrade plan', which nobody typed.
+    refused = _run(*command, "--dry-run", "--resume", "--state-dir", str(tmp_path))
+    assert refused.exit_code == 2
+    assert "--resume only makes sense for a run that applies (not with --dry-run or plan)" in refused.stderr
+    assert not any(tmp_path.iterdir())
