@@ -107,11 +107,10 @@ def remove_etcd_member(ctx: ToolContext) -> ToolResult:
                      "directory"))
         if dry_run(ctx.args) or (ctx.fs.is_dir(ETCD_DATA) and not ctx.fs.listdir(ETCD_DATA)):
             return ctx.ok()
-        _empty(ctx, ETCD_DATA)
-        return ctx.ok(f"[reset] Deleted contents of the etcd data directory: {ETCD_DATA}\n")
-    if dry_run(ctx.args):
+    elif dry_run(ctx.args):
         return ctx.ok("".join(line + "\n" for line in ETCD_DRY_RUN))
-    with ks.edit(ctx) as kube:
-        ks.remove_etcd_member(kube, ctx.host_name)
+    else:
+        with ks.edit(ctx) as kube:
+            ks.remove_etcd_member(kube, ctx.host_name)
     _empty(ctx, ETCD_DATA)
     return ctx.ok(f"[reset] Deleted contents of the etcd data directory: {ETCD_DATA}\n")
