@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean
@@ -27,6 +27,8 @@ _GPU_LIST = re.compile(r"GPUs?:\s*([\d,\s]+)")
 _GPU_DETAIL = re.compile(r"^GPU\s?(\d+)\s*:\s*(.*)$")
 #: DCGM 4 names the GPU a warning or an info row is about in the name cell: ``| Warning: GPU0 | ... |``.
 _NOTE_FOR_GPU = re.compile(r"^(Warning|Info):\s*GPU\s?(\d+)$")
+_KINDS = {list: "a list", dict: "an object"}
+T = TypeVar("T", list[Any], dict[str, Any])
 _METADATA = {"DCGM Version": "dcgm_version", "Driver Version Detected": "driver_version",
              "GPU Device IDs Detected": "gpu_device_ids"}
 
@@ -58,24 +60,36 @@ def parse_dcgmi_diag(text: str) -> DcgmDiag:
 def _gpu_of(result: dict[str, Any]) -> int | None:
     for key in ("gpu_id", "entity_id", "gpu_ids"):
         value = result.get(key)
-        if isinstance(value, (int, str)) and str(value).strip().isdigit():
+        if isinstance(value, (int, str)) and str(value).strip().isdecimal():  # int() reads no "²"
             return int(value)
     return None
 
 
-def _listed(parent: dict[str, Any], key: str) -> list[Any]:
-    """``parent[key]``, a JSON list (none: empty); anything else is no dcgmi output."""
-    value = parent.get(key) or []
-    if not isinstance(value, list):
-        raise ParseError(_WHAT, f"{key!r} is {type(value).__name__}, not a list", line=1)
+def _member(parent: dict[str, Any], key: str, kind: type[T]) -> T:
+    """``parent[key]``, a JSON list or object (none: empty); any other type is no dcgmi output, refused naming
+    the field (a value skipped would read as a test that passed)."""
+    value = parent.get(key)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise ParseError(_WHAT, f"{key!r} is {type(value).__name__}, not {_KINDS[kind]}", line=1)
     return value
+
+
+def _listed(parent: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """``parent[key]``, a JSON list (``_member``) of objects."""
+    items = _member(parent, key, list)
+    odd = next((type(item).__name__ for item in items if not isinstance(item, dict)), None)
+    if odd is not None:
+        raise ParseError(_WHAT, f"an item of {key!r} is {odd}, not an object", line=1)
+    return items
 
 
 def _info(result: dict[str, Any]) -> str:
     info = result.get("info") or ""
     parts = [str(item) for item in info] if isinstance(info, list) else [str(info)]  # 4.x: a list of messages
     for kind in ("warning", "error"):
-        parts += [str(item.get(kind) if isinstance(item, dict) else item) for item in _listed(result, f"{kind}s")]
+        parts += [str(item.get(kind) if isinstance(item, dict) else item) for item in _member(result, f"{kind}s", list)]
     return "; ".join(p.strip() for p in parts if p and p.strip())
 
 
@@ -89,33 +103,28 @@ def _parse_json(text: str) -> DcgmDiag:
     results: list[DcgmResult] = []
     warnings: list[ParseWarning] = []
     for category in _listed(body, "test_categories"):
-        if not isinstance(category, dict):
-            warnings.append(ParseWarning("a test category is not an object"))
-            continue
         category_name = str(category.get("category", "?"))
         for test in _listed(category, "tests"):
-            if not isinstance(test, dict):
-                continue
             name = str(test.get("name", "?"))
             for result in _listed(test, "results"):
-                if isinstance(result, dict) and (result.get("entity_group") in (None, "GPU")):
+                if result.get("entity_group") in (None, "GPU"):
                     results.append(DcgmResult(category_name, name, _status(str(result.get("status", ""))),
                                               _gpu_of(result), _info(result)))
                 else:
-                    group = result.get("entity_group") if isinstance(result, dict) else type(result).__name__
-                    warnings.append(ParseWarning(f"test {name!r}: a result for {group!r} (not a GPU) was not read"))
-            summary = test.get("test_summary")
-            if isinstance(summary, dict) and not test.get("results"):
+                    warnings.append(ParseWarning(f"test {name!r}: a result for {result['entity_group']!r} (not a "
+                                                 "GPU) was not read"))
+            summary = _member(test, "test_summary", dict)
+            if summary and not test.get("results"):
                 results.append(DcgmResult(category_name, name, _status(str(summary.get("status", ""))), None,
                                           _info(summary)))
-    metadata: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    metadata: dict[str, Any] = _member(data, "metadata", dict)
     version = metadata.get("DCGM Version") or metadata.get("version") or body.get("version") or data.get("version")
     driver = metadata.get("Driver Version Detected") or body.get("Driver Version Detected") \
         or data.get("Driver Version Detected")
     # DCGM 4 lists the GPUs it ran on under "entity_groups", each with its "device_id", instead.
     ids = metadata.get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected") or [
-        entity.get("device_id", "") for group in _listed(data, "entity_groups") if isinstance(group, dict)
-        and group.get("entity_group") == "GPU" for entity in _listed(group, "entities") if isinstance(entity, dict)]
+        entity.get("device_id", "") for group in _listed(data, "entity_groups")
+        if group.get("entity_group") == "GPU" for entity in _listed(group, "entities")]
     known = ("DCGM Version", "version", "Driver Version Detected", "GPU Device IDs Detected")
     others = {str(k): str(v) for k, v in metadata.items() if k not in known and not isinstance(v, (dict, list))}
     return DcgmDiag(tuple(results), dcgm_version=str(version) if version else None,

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from clusterctl.errors import BadValue, UsageError
 from clusterctl.findings import Finding, Severity
 from clusterctl.health.xid_catalog import takes_host_down
+from clusterctl.inventory.cluster_sections import by_rule
 from clusterctl.inventory.model import QuarantineConfig
 from clusterctl.inventory.quarantine_section import max_unavailable as max_unavailable_value
 
@@ -110,10 +110,7 @@ def decide(wanted: Sequence[Wanted], *, out_of_service: Iterable[str], limit: in
 def cap(max_unavailable: str | None, fleet_size: int) -> int:
     """How many hosts may be out of service at once: ``3`` or ``10%`` of the fleet; at least one. What the
     option takes is what the inventory's ``quarantine.max_unavailable`` takes (a whole percentage)."""
-    try:
-        text = max_unavailable_value(max_unavailable or DEFAULT_MAX_UNAVAILABLE, "--max-unavailable")
-    except BadValue as e:
-        raise UsageError(str(e), field="--max-unavailable") from None
+    text = by_rule(max_unavailable_value, max_unavailable or DEFAULT_MAX_UNAVAILABLE, "--max-unavailable")
     number = int(text.rstrip("%"))
     return max(1, fleet_size * number // 100) if text.endswith("%") else number
 

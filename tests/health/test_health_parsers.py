@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fixture_files import fixture_dir, read_fixture
 
@@ -267,6 +269,28 @@ def test_dcgm4_text_metadata_and_per_gpu_rows() -> None:
 def test_dcgm_json_with_a_number_where_a_list_belongs_is_refused_not_a_crash(body: str) -> None:
     with pytest.raises(ParseError, match="not a list"):
         parse_dcgmi_diag('{"DCGM Diagnostic": ' + body + "}")
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ('{"test_categories": [3]}', "an item of 'test_categories' is int, not an object"),
+    ('{"test_categories": [{"tests": ["memory"]}]}', "an item of 'tests' is str, not an object"),
+    ('{"test_categories": [{"tests": [{"name": "memory", "results": [7]}]}]}', "an item of 'results' is int"),
+    ('{"test_categories": [{"tests": [{"test_summary": "Fail"}]}]}', "'test_summary' is str, not an object"),
+    ('{"test_categories": []}, "metadata": 5', "'metadata' is int, not an object"),
+    ('{"test_categories": []}, "entity_groups": [[0]]', "an item of 'entity_groups' is list, not an object"),
+    ('{"test_categories": 0}', "'test_categories' is int, not a list")])
+def test_dcgm_json_of_the_wrong_type_anywhere_is_refused_by_health_read_naming_the_field(body: str, said: str) -> None:
+    """A test that was a string read as "all checks passed"; each such value is now refused, naming its field."""
+    from clusterctl.errors import UsageError
+    from clusterctl.health.read import read_outputs
+
+    with pytest.raises(UsageError, match="dcgmi diag output could not be read: " + re.escape(said)):
+        read_outputs([("diag.json", '{"DCGM Diagnostic": ' + body + "}")])
+
+
+def test_a_dcgm_gpu_id_of_a_digit_int_cannot_read_is_no_gpu_not_a_crash() -> None:
+    text = '{"DCGM Diagnostic": {"test_categories": [{"tests": [{"name": "m", "results": [{"entity_id": "²"}]}]}]}}'
+    assert parse_dcgmi_diag(text).results[0].gpu is None
 
 
 def test_dcgm4_json_shape() -> None:
