@@ -63,3 +63,14 @@ def test_a_spec_is_missing_only_when_cat_says_so_and_the_toolkit_only_when_the_s
               "@@clusterctl@@ driver\ncat: /sys/module/nvidia/version: No such file or directory\n")
     assert parse_toolkit_probe(absent) == ToolkitFacts(None, False, None, None)
     assert parse_toolkit_probe(absent.replace("sh: 1: nvidia-ctk: not found", "")).ctk_version is None
+
+
+def test_an_empty_spec_file_is_the_hosts_own_and_is_regenerated_not_taken_as_bootstraps() -> None:
+    """An empty /etc/cdi/nvidia.yaml is a file the host had: regenerated because it names no driver, and not
+    marked as one bootstrap made (which 'clusterctl reset' would delete)."""
+    probe = ("@@clusterctl@@ ctk-version\nNVIDIA Container Toolkit CLI version 1.17.8\n@@clusterctl@@ runtime\n"
+             "/usr/bin/nvidia-container-runtime\n@@clusterctl@@ cdi-spec\n@@clusterctl@@ driver\n550.90.07\n")
+    facts = parse_toolkit_probe(probe)
+    assert facts.cdi_spec == ""
+    generate = NvidiaRuntime().plan(ctx(True), facts)[-1]
+    assert "does not name driver 550.90.07" in generate.summary and generate.makes == ()
