@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.hostlist import compress
+from clusterctl.plain_json import to_plain
 from clusterctl.terminal_layout import print_wrapped, stderr_width, wrap_lines
 from clusterctl.terminal_text import markup_safe
 from clusterctl.wording import plural
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
 
 def outcome_record(outcome: HostOutcome[Any]) -> dict[str, Any]:
     """The JSON shape of a host's failure, shared by every command's machine output."""
-    from clusterctl.plain_json import to_plain
-
     # A failure's JSON is its fields (kind, message, exit_code, stderr_tail), as every dataclass's is.
     return {"host": outcome.host.name, "ok": outcome.ok, "failure": to_plain(outcome.failure),
             "duration_s": outcome.duration_s}
