@@ -33,6 +33,7 @@ from clusterctl.bmc.redfish import (
     address_for,
 )
 from clusterctl.changes import MAKES_NO_TRACE, Change, ChangeFailed, Gate
+from clusterctl.engine.journaled import journaled_gate
 from clusterctl.errors import UsageError
 from clusterctl.inventory.bmc_section import bmc_for
 from clusterctl.secret import Secret, mask_text
@@ -181,8 +182,6 @@ def power(inventory: Inventory, hosts: Sequence[Host], action: PowerAction, *, a
     """``clusterctl power``: ``power_hosts`` through the engine's journaled gate (each change in the undo
     journal before it reaches the BMC, the journal finished on Ctrl-C too); the results and the journal
     (``None``: ``status``, a dry run, or nothing changed)."""
-    from clusterctl.engine.journaled import journaled_gate
-
     changing = apply and action is not PowerAction.STATUS
     with journaled_gate(f"power {action.value}", inventory, apply=changing, state_dir=state_dir) as step:
         results = power_hosts(inventory, hosts, action, step.gate, graceful=graceful)

@@ -35,6 +35,7 @@ from clusterctl.bmc.redfish import BmcError, RedfishBmc, address_for
 from clusterctl.changes import MAKES_NO_TRACE, Change, Gate, GateRecord, HostGate
 from clusterctl.cluster_access import ControlPlaneUnreachable, NoCluster, on_control_plane, read_node
 from clusterctl.day2.drain import DrainNode
+from clusterctl.engine.journaled import journaled_gate
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.run import HostPhaseResult, RunSettings, Status, cured, run_phases
 from clusterctl.errors import ClusterctlError, ParseError, UsageError
@@ -563,8 +564,6 @@ def heal(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, apply: 
     gate (each change in the undo journal before it is made, the journal finished on Ctrl-C too); the results
     and the journal (in ``<state dir>/undo``). ``say`` is told each step as it happens (``remediate serve`` logs
     it); the drain before the first step that stops the GPUs is made as ``drain`` says (a failing host's)."""
-    from clusterctl.engine.journaled import journaled_gate
-
     results: list[HostHeal] = []
     with journaled_gate("heal", inventory, apply=apply, state_dir=state_dir,
                         interrupted=runner.interrupted) as step:

@@ -11,9 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clusterctl.engine.journaled import journaled_gate
 from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.policy import Action, Decision, HostVerdict, cap, decide, health_wanted
 from clusterctl.quarantine.run import HostQuarantine, QuarantineRequest, quarantine_hosts
+from clusterctl.quarantine.status import quarantined_nodes
 
 if TYPE_CHECKING:
     from clusterctl.changes import Gate
@@ -35,8 +37,6 @@ class PolicyRun:
 def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], gate: Gate, *,
                          max_unavailable: str | None = None, drain: DrainOptions | None = None) -> PolicyRun:
     """Decide for every host of ``verdicts``; quarantine (gate in record mode: only plan) those that act."""
-    from clusterctl.quarantine.status import quarantined_nodes
-
     already = [n.host for n in quarantined_nodes(runner, inventory)]
     decisions = decide(health_wanted(verdicts, inventory.quarantine), out_of_service=already,
                        limit=cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts)))
@@ -56,8 +56,6 @@ def run_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerd
                drain: DrainOptions | None = None) -> tuple[PolicyRun, str | None]:
     """``health --quarantine``: the decisions and the quarantine of those that act, through the engine's
     journaled gate (a plan without ``apply``); the run and its undo journal."""
-    from clusterctl.engine.journaled import journaled_gate
-
     with journaled_gate("health-quarantine", inventory, apply=apply, state_dir=state_dir) as step:
         run = quarantine_by_policy(runner, inventory, verdicts, step.gate, max_unavailable=max_unavailable,
                                    drain=drain)

@@ -22,7 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clusterctl.engine.progress import RunPlace
+from clusterctl.json_input import mapping, read_json, versioned
 from clusterctl.utc import utc_stamp
+from clusterctl.writable import replace_file
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Inventory
@@ -41,8 +44,6 @@ def default_pending_file(inventory: Inventory, state_dir: Path | None = None) ->
     """``<state dir>/remediate/<cluster>-<fleet>-pending.json``: the state folder of ``--state-dir`` (default
     ``$CLUSTERCTL_STATE_DIR``, else ``$XDG_STATE_HOME/clusterctl``, else ``~/.local/state/clusterctl``), one
     file per fleet, as the progress files are, so receivers of two clusters never share one."""
-    from clusterctl.engine.progress import RunPlace
-
     progress = RunPlace.of(inventory, "remediate", str(state_dir) if state_dir else None).progress_path
     return progress.with_name(f"{progress.stem}-pending.json")
 
@@ -77,8 +78,6 @@ class PendingWork:
         self._load()
 
     def _load(self) -> None:
-        from clusterctl.json_input import mapping, read_json, versioned
-
         if not self.path.exists():
             return
         hosts = read_json(str(self.path), "state", "the receiver's pending work", lambda value: mapping(
@@ -94,8 +93,6 @@ class PendingWork:
             self._seq = max(self._seq, found.seq)
 
     def _save(self) -> None:
-        from clusterctl.writable import replace_file
-
         hosts = {name: {"action": e.action, "alerts": list(e.alerts), "caller": e.caller, "seq": e.seq,
                         "accepted": e.accepted} for name, e in self._hosts.items()}
         replace_file(self.path, json.dumps({"kind": KIND, "version": 1, "hosts": hosts}, indent=1, sort_keys=True),

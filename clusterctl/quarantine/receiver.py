@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from clusterctl.changes import Gate
+from clusterctl.engine.journaled import journaled_gate
 from clusterctl.errors import ClusterctlError, Interrupted
 from clusterctl.quarantine import webhook_server
 from clusterctl.quarantine.cluster_lease import ClusterLease
@@ -222,8 +223,6 @@ class Remediator:
         however the work ends); the decision logged last. Its accepted alerts leave the pending-work file
         once the cluster gave a verdict (not when it failed); a stop in the middle (``stop``) leaves them for the
         next run."""
-        from clusterctl.engine.journaled import journaled_gate
-
         host = self.inventory.host(name)
         try:
             with journaled_gate("remediate", self.inventory, apply=not self.dry_run,

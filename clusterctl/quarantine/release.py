@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_QUARANTINE, ChangeFailed, Gate, GateRecord
 from clusterctl.cluster_access import on_control_plane, read_node, reason
+from clusterctl.engine.journaled import journaled_gate
 from clusterctl.findings import Finding, Severity
 from clusterctl.quarantine import node_ops, slurm
 from clusterctl.quarantine.policy import counts_against
@@ -178,8 +179,6 @@ def release(runner: Runner, inventory: Inventory, hosts: Sequence[Host], *, appl
             confirm: Callable[[list[str]], None] | None = None,
             state_dir: str | None = None) -> tuple[list[HostRelease], str | None]:
     """``clusterctl release``: ``release_hosts`` through the engine's journaled gate; results and journal."""
-    from clusterctl.engine.journaled import journaled_gate
-
     with journaled_gate("release", inventory, apply=apply, state_dir=state_dir) as step:
         results = release_hosts(runner, inventory, hosts, step.gate, checks=checks, confirm=confirm)
     return results, step.journal

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from clusterctl.changes import ChangeFailed, Gate
 from clusterctl.cluster_access import UnreadableAnswer, read_node
 from clusterctl.cluster_access import on_control_plane as through
+from clusterctl.engine.journaled import journaled_gate
 from clusterctl.engine.lock import who_runs_this
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
@@ -148,8 +149,6 @@ def quarantine(runner: Runner, inventory: Inventory, hosts: Sequence[Host], requ
     """``clusterctl quarantine``: ``quarantine_hosts`` through the engine's journaled gate (each change in
     the undo journal before it reaches the cluster, the journal finished on Ctrl-C too); the results
     and the journal (``None``: nothing changed, or a dry run)."""
-    from clusterctl.engine.journaled import journaled_gate
-
     with journaled_gate("quarantine", inventory, apply=apply, state_dir=state_dir) as step:
         results = quarantine_hosts(runner, inventory, hosts, request, step.gate)
     return results, step.journal

@@ -7,13 +7,14 @@ A node cordoned or tainted by someone else (no clusterctl annotation) is listed 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from clusterctl.cluster_access import cluster_nodes
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.facts.slurm import REASON_PREFIX, update_command
 from clusterctl.quarantine import node_ops
+from clusterctl.quarantine.slurm import slurm_nodes
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -66,10 +67,6 @@ def describe(node: KubeNode) -> QuarantinedNode | None:
 def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedNode]:
     """The cluster's quarantined (or otherwise cordoned) nodes, in the API server's order, each with its Slurm
     state beside; then the hosts drained in Slurm alone (a Slurm-only host, or a drain nobody cordoned)."""
-    import dataclasses
-
-    from clusterctl.quarantine.slurm import slurm_nodes
-
     cp = inventory.first_control_plane  # None: a Slurm-only cluster
     nodes = cluster_nodes(runner, cp) if cp is not None else {}
     rows = [q for q in (describe(n) for n in nodes.values()) if q is not None]
@@ -78,7 +75,7 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
     out = []
     for row in rows:
         node = in_slurm.get(row.host)
-        out.append(dataclasses.replace(row, slurm_state=node.state, slurm_reason=node.reason) if node else row)
+        out.append(replace(row, slurm_state=node.state, slurm_reason=node.reason) if node else row)
     for host in inventory.hosts:
         node = in_slurm.get(host.name)
         if host.name in known or node is None or not node.drained:

@@ -54,12 +54,12 @@ def record_commands() -> list[tuple[str, bool]]:
     return found
 
 
-def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> list[tuple[str, CommandResult]]:
-    """Run each read-only command once: (the command as sent, its result); a command that fails is recorded with
+def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> dict[str, CommandResult]:
+    """Run each read-only command once: the command as sent -> its result; a command that fails is recorded with
     its failure."""
     from clusterctl.transport.base import TransportError
 
-    found = []
+    found: dict[str, CommandResult] = {}
     for command, sudo in commands:
         try:
             result = transport.run(command, sudo=sudo, timeout=COMMAND_TIMEOUT_S)
@@ -67,7 +67,7 @@ def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> l
             if exc.kind.value == "timed out":
                 continue  # a tool that hangs is left out: the replayed host answers "not found"
             raise
-        found.append((command, result))
+        found[command] = result
     return found
 
 
@@ -76,14 +76,13 @@ def _file_name(index: int, command: str) -> str:
     return f"{index:02d}-{words[:40] or 'cmd'}.txt"
 
 
-def write_profile(folder: Path, host_name: str, recorded: Sequence[tuple[str, CommandResult]],
-                  redactor: Redactor) -> None:
+def write_profile(folder: Path, host_name: str, recorded: dict[str, CommandResult], redactor: Redactor) -> None:
     import yaml
 
     folder.mkdir(parents=True, exist_ok=True)
     rules: list[dict[str, Any]] = []
     hostname = None
-    for index, (command, item) in enumerate(recorded, 1):
+    for index, (command, item) in enumerate(recorded.items(), 1):
         stdout = redactor.text(item.stdout)
         if command == "hostname" and item.exit_code == 0:
             hostname = stdout.strip()
