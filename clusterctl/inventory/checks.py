@@ -8,10 +8,8 @@ from collections import Counter, defaultdict
 
 from clusterctl.errors import BadValue
 from clusterctl.inventory.model import Host, Inventory, StackPin
-from clusterctl.inventory.values import user_host_port
+from clusterctl.inventory.values import SSH_PORT, user_host_port
 from clusterctl.wording import first_few
-
-_DEFAULT_SSH_PORT = 22
 
 
 def check_inventory(inventory: Inventory) -> list[str]:
@@ -87,7 +85,7 @@ def _same_endpoint(hosts: tuple[Host, ...]) -> list[str]:
         if host.transport != "ssh":
             continue  # mock and local hosts do not connect anywhere
         jump = f" via {host.ssh.jump_host}" if host.ssh.jump_host else ""
-        endpoint = f"{host.connect_address}:{host.port or _DEFAULT_SSH_PORT}{jump}"
+        endpoint = f"{host.connect_address}:{host.port or SSH_PORT}{jump}"
         by_endpoint[endpoint].append(host.name)
     return [
         f"hosts {first_few(names, 8, ', ')} all connect to {endpoint}: they are probably one machine listed twice."

@@ -47,6 +47,8 @@ FABRIC_ALIASES: dict[str, str] = {
 #: through ``reveal()`` by code that hands them to a host on stdin or in a 0600 file).
 SECRET_WORDS: tuple[str, ...] = ("pass", "secret", "token", "vault", "key", "credential")
 
+SSH_PORT = 22  # ssh's own: where it connects when neither the inventory nor ssh_config names a port
+
 
 def did_you_mean(typed: str | Sequence[str], choices: Iterable[str], *, n: int = 1) -> str | None:
     """``Did you mean 'x'?`` for the ``n`` choices closest to each word ``typed``, or ``None`` when nothing is
@@ -98,7 +100,7 @@ def port(value: Any) -> int:
     if number is None or not 1 <= number <= 65535:
         raise BadValue(
             f"port must be a whole number from 1 to 65535, not {describe(value)}.",
-            "SSH normally listens on port 22.",
+            f"SSH normally listens on port {SSH_PORT}.",
         )
     return number
 

@@ -62,7 +62,7 @@ def test_ssh_config_fills_what_the_inventory_leaves_open(config: paramiko.SSHCon
     assert target.key_files == (str(Path("~/.ssh/fleet_ed25519").expanduser()),)
     assert target.jump == (JumpHop("bastion.example.com"),)
     assert target.connect_timeout_s == 7
-    assert target.known_hosts_name == "[10.0.0.11]:2222"
+    assert target.known_hosts_name() == "[10.0.0.11]:2222"
 
 
 def test_inventory_values_win_over_ssh_config(config: paramiko.SSHConfig, tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_inventory_values_win_over_ssh_config(config: paramiko.SSHConfig, tmp_pa
     assert (target.hostname, target.port, target.user) == ("192.168.1.5", 22, "admin")
     assert target.key_files == (str(tmp_path / "k"),)
     assert target.jump == ()
-    assert target.known_hosts_name == "192.168.1.5"
+    assert target.known_hosts_name() == "192.168.1.5"
 
 
 def test_inventory_ssh_options_override_the_file(config: paramiko.SSHConfig) -> None:

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import Host
 
 
-DEFAULT_PORT = 22
 DEFAULT_KEY_NAMES = ("id_ed25519", "id_ecdsa", "id_rsa")
 
 
@@ -98,10 +97,10 @@ class SSHTarget:
     #: ``PasswordAuthentication`` (ssh's default: yes); used only when a password was given.
     password_authentication: bool = True
 
-    @property
-    def known_hosts_name(self) -> str:
-        name = self.host_key_alias or self.hostname
-        return name if self.port == DEFAULT_PORT else f"[{name}]:{self.port}"
+    def known_hosts_name(self, name: str | None = None) -> str:
+        """How known_hosts names this host (or ``name``, its address): bare on ssh's own port, else ``[name]:port``."""
+        name = name or self.host_key_alias or self.hostname
+        return name if self.port == values.SSH_PORT else f"[{name}]:{self.port}"
 
     @property
     def label(self) -> str:
@@ -229,7 +228,7 @@ def resolve_target(
         timeout = configured if timeout is None else min(timeout, configured)
 
     agent_setting = str(_first(found.get("identityagent")) or "")
-    port_value = resolved_port or DEFAULT_PORT
+    port_value = resolved_port or values.SSH_PORT
     alias = _first(found.get("hostkeyalias"))
 
     def expand(value: str) -> str:

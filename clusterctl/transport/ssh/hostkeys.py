@@ -238,7 +238,7 @@ def host_key_policy(target: SSHTarget, *, override: str | None, accept_new: bool
 def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey, *, peer_ip: str | None = None
                    ) -> None:
     """Raise HOST_KEY_REFUSED unless ``key`` is one the known_hosts files of ``policy`` vouch for."""
-    name = target.known_hosts_name
+    name = target.known_hosts_name()
     certificate = host_certificate(key)
     if certificate is not None:
         if _certificate_trusted(policy, target, name, certificate):
@@ -331,7 +331,7 @@ def _check_ip(policy: HostKeyPolicy, target: SSHTarget, key_b64: str, peer_ip: s
     """CheckHostIP: warn when the address the host answered on is recorded with another key."""
     if not policy.check_host_ip or not peer_ip or peer_ip == target.hostname:
         return
-    ip_name = peer_ip if target.port == 22 else f"[{peer_ip}]:{target.port}"
+    ip_name = target.known_hosts_name(peer_ip)
     others = [e for _, e in policy.entries_for(ip_name) if e.marker is None and e.key_base64 != key_b64]
     if others:
         log.warning(
