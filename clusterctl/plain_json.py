@@ -121,12 +121,9 @@ class _IndentedWriter:
         if plain is not value:
             self._made.append(plain)  # alive until the end: its containers' identities stay theirs
             return self.text(plain, newline)
-        if isinstance(value, str):  # a str subclass to_plain keeps: json writes its text
-            return encode_basestring_ascii(value)
-        if isinstance(value, int):
-            return int.__repr__(value)
-        if isinstance(value, float):
-            return float.__repr__(value)
+        for base in (str, int, float):  # a subclass to_plain keeps: written as json writes its base type
+            if isinstance(value, base):
+                return _SCALAR_TEXT[base](value)
         raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
 
 

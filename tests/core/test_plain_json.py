@@ -27,6 +27,14 @@ class Name(str):
     pass
 
 
+class Ratio(float):
+    pass
+
+
+class Count(int):
+    pass
+
+
 @dataclasses.dataclass(frozen=True)
 class Record:
     cells: tuple[Any, ...]
@@ -44,6 +52,7 @@ VALUES: list[Any] = [
     Level.ONE, {Color.RED: Level.ONE}, Path("/etc/x"), Name("a str subclass"),
     RDMADevices(), ParseWarning("clipped", 3), SoftwareStack(kernel="6.8.0", missing={"nccl": "no output"}),
     {"set": {2}, "frozen": frozenset({"a"})},
+    [Ratio(0.5), Ratio(float("inf")), Ratio(float("-inf")), Ratio(float("nan")), Count(3)],
 ]
 
 
