@@ -620,14 +620,6 @@ class HostGate:
         #: The host's connection, for a step that reads between its changes (a drain's evictions).
         self.transport = transport
 
-    @property
-    def apply(self) -> bool:
-        return self.gate.apply
-
-    @property
-    def host(self) -> str:
-        return self.transport.host.name
-
     def submit(self, change: Change) -> GateRecord:
         return self.gate.submit(self.transport, change)
 
@@ -639,4 +631,4 @@ class HostGate:
         return self.gate.temporary(self.transport, setup, cleanup)
 
     def records(self) -> list[GateRecord]:
-        return self.gate.records_for(self.host)
+        return self.gate.records_for(self.transport.host.name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import BinaryIO
+from typing import IO, AnyStr
 
 from clusterctl.errors import UsageError
 
@@ -36,18 +36,15 @@ LIMITS: dict[str, int] = {
 }
 
 
-def read_text_input(source: str, kind: str, *, stdin: BinaryIO | None = None, what: str = "") -> tuple[str, str]:
+def read_text_input(source: str, kind: str, *, what: str = "") -> tuple[str, str]:
     """``(text, label)`` of ``source`` (a path, or ``-`` for standard input) within ``LIMITS[kind]``;
     ``what`` ("a saved sweep") leads the refusal of binary or non-UTF-8 data."""
     limit = LIMITS[kind]
     if source == "-":
-        if stdin is None and getattr(sys.stdin, "buffer", None) is None:  # a text stream (tests, embedding)
-            text = sys.stdin.read(limit + 1)
-            if len(text) > limit:
-                raise _too_big("<stdin>", kind, limit)
-            return decode_input(text.encode("utf-8", "surrogateescape"), "<stdin>", what), "<stdin>"
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        return decode_input(_read_capped(stream, limit, "<stdin>", kind), "<stdin>", what), "<stdin>"
+        # A text stream (tests, embedding) has no buffer: its characters are read, then encoded back.
+        data = _read_capped(getattr(sys.stdin, "buffer", None) or sys.stdin, limit, "<stdin>", kind)
+        text = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        return decode_input(text, "<stdin>", what), "<stdin>"
     try:
         info = os.stat(source)
     except FileNotFoundError:
@@ -81,7 +78,7 @@ def decode_input(data: bytes, label: str, what: str = "") -> str:
                          file=label, line=line) from None
 
 
-def _read_capped(stream: BinaryIO, limit: int, label: str, kind: str) -> bytes:
+def _read_capped(stream: IO[AnyStr], limit: int, label: str, kind: str) -> AnyStr:
     # One byte past the limit tells "exactly at the limit" from "more": /dev/zero and endless
     # pipes stop here instead of filling memory.
     data = stream.read(limit + 1)

@@ -29,7 +29,6 @@ class HostJournal:
     """One journal's records for one host, in the order the run made them."""
 
     path: str
-    created: str
     records: tuple[GateRecord, ...]
 
 
@@ -64,5 +63,5 @@ def bootstrap_journals(folder: Path, *, cluster: str, fleet: str) -> ResetJourna
         for host, records in by_host.items():
             mine = hosts.setdefault(host, [])
             if host not in journal.used:
-                mine.append(HostJournal(str(journal.path), journal.created, tuple(records)))
+                mine.append(HostJournal(str(journal.path), tuple(records)))
     return ResetJournals(str(folder), {h: tuple(j) for h, j in hosts.items()}, frozenset(cnis), unreadable)

@@ -110,7 +110,7 @@ class FleetInterrupted(Interrupted):
 
 class Progress(Protocol):
     def start(self, total: int, label: str) -> None: ...
-    def advance(self, outcome: HostOutcome[object]) -> None: ...
+    def advance(self, outcome: HostOutcome[Any]) -> None: ...
     def stop(self) -> None: ...
 
 
@@ -130,7 +130,6 @@ class Runner:
     ) -> None:
         if parallel < 1:
             raise ValueError("parallel must be at least 1")
-        self.connect = connect
         self.parallel = parallel
         self.timeout_s = timeout_s
         self.progress = progress
@@ -146,22 +145,18 @@ class Runner:
         self.hosts_seen: dict[str, None] = {}
         # Connections stay open across tasks of a run; past this many the least recently
         # used idle one is closed, so a 1,000-host run never holds 1,000 sockets and threads.
-        self.max_open = max_open or max(parallel * 2, 128)
-        self._pool = ConnectionPool(connect, max_open=self.max_open)
+        self._pool = ConnectionPool(connect, max_open=max_open or max(parallel * 2, 128))
         #: Set the moment Ctrl-C or SIGTERM reaches a ``run_task``, before its hosts' commands are
         #: stopped and their connections closed: a task that sees a step fail after that knows the
         #: interrupt caused it (the action engine then leaves the step to its journal rather than
         #: undo it over a connection being closed under it). It stays set: the run is stopping.
         self.interrupted = threading.Event()
 
-    def close(self) -> None:
-        self._pool.close()
-
     def __enter__(self) -> Runner:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._pool.close()
 
     # -- running ----------------------------------------------------------------------
 
@@ -238,7 +233,8 @@ class Runner:
                     index, outcome = run.done.get(timeout=0.05)
                     if index not in results:
                         results[index] = outcome
-                        self._report(run, outcome)
+                        if run.progress:
+                            run.progress.advance(outcome)
                     with run.started_lock:
                         # Only hosts still running are watched for their deadline (scanning every
                         # host that ever started, after each result, was quadratic in the fleet).
@@ -248,8 +244,7 @@ class Runner:
             self.interrupted.set()
             stopping.set()
             signal_name = exc.signal_name if isinstance(exc, Interrupted) else "SIGINT"
-            interrupted = self._interrupted(run, signal_name)
-            interrupted.label, interrupted.run_hosts = label, tuple(self.hosts_seen)
+            interrupted = self._interrupted(run, signal_name, label)
             self._note_failures(interrupted.finished)
             for host in interrupted.unfinished:
                 self.failed_hosts[host.name] = None
@@ -262,7 +257,7 @@ class Runner:
         self._note_failures(fleet)
         return fleet
 
-    def _interrupted(self, run: _TaskRun[T], signal_name: str = "SIGINT") -> FleetInterrupted:
+    def _interrupted(self, run: _TaskRun[T], signal_name: str, label: str) -> FleetInterrupted:
         """Stop a run on Ctrl-C: stop what runs on the hosts, close, and say what finished."""
         hosts, threads = run.hosts, run.threads
         finished = dict(run.results)
@@ -282,7 +277,7 @@ class Runner:
         begun = set(finished) | set(in_flight)
         waiting = tuple(h for i, h in enumerate(hosts) if i not in begun)
         return FleetInterrupted(FleetResult(tuple(finished[i] for i in sorted(finished))), running, waiting,
-                                signal_name)
+                                signal_name, label=label, run_hosts=tuple(self.hosts_seen))
 
     def _expire(self, run: _TaskRun[T]) -> None:
         """Report hosts past their deadline as timed out and close their connection under them."""
@@ -302,7 +297,8 @@ class Runner:
                 round(now - begin, 3),
             )
             results[index] = outcome
-            self._report(run, outcome)
+            if run.progress:
+                run.progress.advance(outcome)
         self._stop_and_close([holder for _, _, holder in late])
 
     def _stop_and_close(self, holders: list[list[Transport]], threads: Sequence[threading.Thread] = ()) -> None:
@@ -317,10 +313,6 @@ class Runner:
             for transport in holder:
                 close_quietly(transport)
                 self._pool.forget(transport)
-
-    def _report(self, run: _TaskRun[T], outcome: HostOutcome[T]) -> None:
-        if run.progress:
-            run.progress.advance(outcome)  # type: ignore[arg-type]
 
     def run_command(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def test_a_folder_is_not_a_missing_file(cli, tmp_path: Path) -> None:  # type: i
     assert ran.code == 2 and "is a folder" in ran.err
 
 
-def test_standard_input_has_the_same_limit() -> None:
-    endless = io.BytesIO(b"x" * (LIMITS["topology"] + 1))
+def test_standard_input_has_the_same_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * (LIMITS["topology"] + 1))))
     with pytest.raises(UsageError, match="<stdin>: larger than the 1 MiB limit"):
-        read_text_input("-", "topology", stdin=endless)
+        read_text_input("-", "topology")
