@@ -74,6 +74,19 @@ class NcclRun:
     def failed(self) -> bool:
         return fails(self.findings)
 
+    def host_findings(self) -> dict[str, list[Finding]]:
+        """Each host's findings, then the figure it measured as ``NCCL_BUSBW`` (info: health and release show it)."""
+        found: dict[str, list[Finding]] = {}
+        for finding in self.findings:
+            found.setdefault(finding.host or "", []).append(finding)
+        for run in self.runs:
+            if run.busbw_gbs is not None:
+                found.setdefault(run.host, []).append(Finding(
+                    Severity.INFO, "NCCL_BUSBW", f"{self.op} bus bandwidth {run.busbw_gbs:.1f} GB/s "
+                    f"(fleet median {self.median_busbw_gbs or 0:.1f} GB/s)", host=run.host,
+                    evidence={"busbw_gbs": run.busbw_gbs, "command": shlex.quote(run.command)[:200]}))
+        return found
+
 
 def nccl_args(op: str, *, min_bytes: str, max_bytes: str, factor: int, gpus: int | None,
               binary_dir: str | None) -> list[str]:

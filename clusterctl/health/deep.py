@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import not_found
 from clusterctl.facts.health_model import DcgmDiag
-from clusterctl.findings import Finding, Severity
+from clusterctl.findings import Finding
 from clusterctl.health.checks import HostInput
 from clusterctl.health.model import HealthOptions
 from clusterctl.health.probe import RC_MISSING, RC_TIMED_OUT, ProbeProblem
@@ -77,17 +76,9 @@ def run_nccl(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput],
         return {}
     run = run_nccl_test(runner, chosen, op=options.nccl_op, max_bytes=options.nccl_max_bytes, min_bytes="8M",
                         binary_dir=options.nccl_binary_dir)
-    found: dict[str, list[Finding]] = {}
-    for finding in run.findings:
-        # bench's findings keep their codes; "health" reads an NCCL_FAILED host as one to take out.
-        found.setdefault(finding.host or "", []).append(finding)
     for host_run in run.runs:
         probe = next((i.probe for i in inputs if i.name == host_run.host), None)
         if probe is not None:
             probe.nccl = host_run
-        if host_run.busbw_gbs is not None:
-            found.setdefault(host_run.host, []).append(Finding(
-                Severity.INFO, "NCCL_BUSBW", f"{options.nccl_op} bus bandwidth {host_run.busbw_gbs:.1f} GB/s "
-                f"(fleet median {run.median_busbw_gbs or 0:.1f} GB/s)", host=host_run.host,
-                evidence={"busbw_gbs": host_run.busbw_gbs, "command": shlex.quote(host_run.command)[:200]}))
-    return found
+    # bench's findings keep their codes; "health" reads an NCCL_FAILED host as one to take out.
+    return run.host_findings()

@@ -46,19 +46,7 @@ def health_findings(runner: Runner, hosts: Sequence[Host], level: int, peers: Se
 def nccl_findings(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
     from clusterctl.bench.nccl_tests import run_nccl_test
 
-    found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
     if not hosts:
-        return found
-    run = run_nccl_test(runner, list(hosts))
-    for finding in run.findings:
-        if finding.host in found:
-            found[finding.host].append(finding)
-    for host_run in run.runs:
-        if host_run.busbw_gbs is not None and host_run.host in found:
-            found[host_run.host].append(_info(host_run.host, host_run.busbw_gbs))
-    return found
-
-
-def _info(host: str, busbw: float) -> Finding:
-    return Finding(Severity.INFO, "NCCL_RESULT", f"all_reduce bus bandwidth {busbw:.1f} GB/s on the host alone",
-                   host=host)
+        return {}
+    found = run_nccl_test(runner, list(hosts)).host_findings()
+    return {h.name: found.get(h.name, []) for h in hosts}

@@ -129,7 +129,7 @@ def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], g
             errors = refusals(findings, inventory.quarantine)
             # Warnings and errors, and the figures that passed (the NCCL bus bandwidth measured).
             results[host.name].checks = [f"{f.severity.value} {f.code}: {f.message}" for f in findings
-                                         if f.severity is not Severity.INFO or f.code == "NCCL_RESULT"]
+                                         if f.severity is not Severity.INFO or f.code == "NCCL_BUSBW"]
             if errors:
                 results[host.name].refused += errors
                 candidates.remove(host)

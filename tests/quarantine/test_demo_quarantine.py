@@ -75,6 +75,8 @@ def test_quarantine_drain_release_and_undo_on_the_demo(tmp_path: Path, monkeypat
     assert cli("quarantine", "gpu-b1", "--reason", "maintenance", "--yes")[0] == 0
     code, out = cli("release", "gpu-b1", "--yes")
     assert code == 0 and "gpu-b1: released" in out, out
+    # The figure that passed, under the code health --level 2 gives it.
+    assert re.search(r"NCCL_BUSBW: all_reduce bus bandwidth [\d.]+ GB/s \(fleet median", out), out
     assert "taints" not in node("gpu-b1")["spec"]
     # Only the quarantines' history stays on the node (flapping is counted from it; status HOST shows it).
     assert set(node("gpu-b1")["metadata"].get("annotations", {})) == {"clusterctl.dev/quarantine-history"}

@@ -339,7 +339,7 @@ def test_release_refuses_a_host_whose_checks_fail_and_lets_a_healthy_one_back(
     as_quarantined = scheduling_state(workload, "gpu-a2")
     released = cli("release", "gpu-a2", "--yes")
     assert released.exit_code == 0, released.output
-    assert "NCCL_RESULT" in released.stdout and "gpu-a2: released" in released.stdout
+    assert "NCCL_BUSBW" in released.stdout and "gpu-a2: released" in released.stdout
     back = scheduling_state(workload, "gpu-a2")
     assert not [t for t in back["taints"] if t["key"] == node_ops.TAINT_KEY]
     assert back["unschedulable"] is False
