@@ -126,3 +126,19 @@ def test_apply_without_a_file_refuses_as_the_real_kubectl_does(sim: KubeSim) -> 
     --dry-run=client``, said this on stderr, nothing on stdout, exit 1: it refuses before it reaches any server."""
     for args in ("apply", "apply --server-side", 'apply -f ""', "apply --dry-run=client"):
         assert sim.kubectl(args) == (1, "", "error: must specify one of -f and -k\n"), args
+
+
+def test_a_missing_or_unreadable_file_is_refused_before_any_server_is_asked(sim: KubeSim) -> None:
+    """The real kubectl 1.37.2 and 1.36.3 read ``-f`` before they reach a server: with no kubeconfig (nothing
+    listens at localhost:8080) and with one whose server is down, they said this on stderr, exit 1."""
+    must = "error: must specify one of -f and -k\n"
+    eviction = "create --raw /api/v1/namespaces/default/pods/p/eviction"
+    sim.state.host(sim.names[0]).fs.write("/tmp/bad.yaml", b"a: [\n")
+    for args, said in (("apply", must), ("create", must), ("replace", must), (eviction, must),
+                       ("apply -f /nonexist", 'error: the path "/nonexist" does not exist\n'),
+                       ("replace -f /nonexist", 'error: the path "/nonexist" does not exist\n'),
+                       (f"{eviction} -f /nonexist", "error: open /nonexist: no such file or directory\n")):
+        assert sim.sh(f"kubectl {args}") == (1, "", said), args
+        assert sim.kubectl(args) == (1, "", said), args
+    code, out, err = sim.sh("kubectl create -f /tmp/bad.yaml")
+    assert (code, out) == (1, "") and err.startswith("error: error parsing /tmp/bad.yaml: error converting YAML")

@@ -184,17 +184,15 @@ def _name_of(kind: str) -> str:
     return f"{kind}.{group}" if group else kind
 
 
-def _apply(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> ToolResult:
+def _filename_objects(ctx: ToolContext, options: dict[str, str]) -> list[dict[str, Any]] | ToolResult:
+    """The objects ``-f`` names: a pinned upstream manifest by its URL, or what ``ks.filename_objects`` reads."""
     source = options.get("--filename", "")
-    server_side = "--server-side" in flags
     if source.startswith(("http://", "https://")):
         known = KNOWN_MANIFESTS.get(source.rsplit("/", 1)[-1])
         if known is None:
             return ctx.fail(f'error: unable to read URL "{source}", server reported 404 Not Found, status code=404\n')
-        docs = [{"kind": k, "metadata": {"name": n, "namespace": ns}} for k, ns, n in known]
-        return _apply_docs(ctx, docs, source, server_side)
-    read = ks.filename_objects(ctx, options)
-    return read if isinstance(read, ToolResult) else _apply_docs(ctx, read, source, server_side)
+        return [{"kind": k, "metadata": {"name": n, "namespace": ns}} for k, ns, n in known]
+    return ks.filename_objects(ctx, options)
 
 
 def run(ctx: ToolContext) -> ToolResult:
@@ -208,6 +206,14 @@ def run(ctx: ToolContext) -> ToolResult:
     kubeconfig = options.get("--kubeconfig")
     if kubeconfig and not ctx.fs.exists(kubeconfig):
         return ctx.fail(f"error: stat {kubeconfig}: no such file or directory\n")
+    # kubectl reads -f before it asks any server (the real 1.36.3 and 1.37.2): no -f, no such file or
+    # YAML it cannot read is refused even where no server answers.
+    docs = _filename_objects(ctx, options) if words[:1] in (["apply"], ["replace"]) or words == ["create"] else []
+    body = kn.raw_body(ctx, options) if words[:1] == ["create"] and "--raw" in flags else b""
+    if isinstance(docs, ToolResult):
+        return docs
+    if isinstance(body, ToolResult):
+        return body
     kube = ks.read(ctx)
     if not kube.get("initialized") or not kubeconfig:
         endpoint = "localhost:8080" if not kubeconfig else str(kube.get("endpoint") or "127.0.0.1:6443")
@@ -221,8 +227,8 @@ def run(ctx: ToolContext) -> ToolResult:
         import yaml
 
         return ctx.ok(yaml.safe_dump({"kind": "ClusterConfiguration", **(kube.get("cluster_configuration") or {})}))
-    if kubectl_lease.handles(words, options, ctx):
-        return kubectl_lease.run(ctx, words, options)
+    if kubectl_lease.handles(words, docs):
+        return kubectl_lease.run(ctx, words, options, docs)
     if words[:1] == ["get"] and "--raw" in flags:
         return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
     if words[:2] in (["get", "nodes"], ["get", "node"], ["get", "no"]):
@@ -244,9 +250,9 @@ def run(ctx: ToolContext) -> ToolResult:
     if words[:1] == ["annotate"]:
         return kn.update_node(ctx, words[1:], flags, "annotation", kn.annotate)
     if words[:1] == ["create"] and "--raw" in flags and len(words) >= 2:
-        return kn.create_raw(ctx, words[1], options)
+        return kn.create_raw(ctx, words[1], body)
     if words[:1] == ["apply"]:
-        return _apply(ctx, options, flags)
+        return _apply_docs(ctx, docs, options["--filename"], "--server-side" in flags)
     if words[:1] == ["get"] and len(words) >= 2:
         if words[1] in ("pod", "pods") and len(words) >= 3:
             pod = pods.get(f"{namespace}/{words[2]}")

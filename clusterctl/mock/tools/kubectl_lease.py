@@ -29,22 +29,12 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult
 RESOURCE = "leases.coordination.k8s.io"
 
 
-def _document(ctx: ToolContext, options: dict[str, str]) -> dict[str, Any] | ToolResult:
-    docs = ks.filename_objects(ctx, options)
-    if isinstance(docs, ToolResult):
-        return docs
-    return docs[0] if docs else ctx.fail("error: no objects passed to apply\n")
-
-
-def handles(words: list[str], options: dict[str, str], ctx: ToolContext) -> bool:
+def handles(words: list[str], docs: list[dict[str, Any]]) -> bool:
     """Whether this line is a Lease verb: ``get lease(s)``, ``delete lease``, or ``create``/``replace -f``
-    of a Lease."""
+    of a Lease (``docs``: what its ``-f`` holds)."""
     if words[:2] in (["get", "lease"], ["get", "leases"], ["delete", "lease"], ["delete", "leases"]):
         return True
-    if words[:1] in (["create"], ["replace"]) and len(words) == 1 and "--filename" in options:
-        doc = _document(ctx, options)
-        return isinstance(doc, dict) and doc.get("kind") == "Lease"
-    return False
+    return words in (["create"], ["replace"]) and docs[:1] != [] and docs[0].get("kind") == "Lease"
 
 
 def _key(namespace: str, name: str) -> str:
@@ -72,7 +62,7 @@ def _stored(kube: dict[str, Any], doc: dict[str, Any], namespace: str, previous:
             "spec": copy.deepcopy(doc.get("spec") or {})}
 
 
-def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResult:
+def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[dict[str, Any]]) -> ToolResult:
     namespace = options.get("--namespace", "default")
     if words[0] in ("get", "delete"):
         if len(words) < 3:
@@ -90,9 +80,7 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str]) -> ToolResu
         holder = str((lease.get("spec") or {}).get("holderIdentity", ""))
         width = max(len(name), 4) + 3
         return _printed(ctx, lease, options, f"{'NAME'.ljust(width)}HOLDER\n{name.ljust(width)}{holder}\n")
-    doc = _document(ctx, options)
-    if isinstance(doc, ToolResult):
-        return doc
+    doc = docs[0]
     meta = doc.get("metadata") or {}
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or namespace)

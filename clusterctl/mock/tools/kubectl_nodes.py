@@ -170,15 +170,20 @@ def pods_list(ctx: ToolContext, options: dict[str, str], flags: set[str]) -> Too
     return ctx.ok(ks.object_list(items))
 
 
-def create_raw(ctx: ToolContext, path: str, options: dict[str, str]) -> ToolResult:
-    match = EVICTION_PATH.match(path)
-    if match is None:
-        return ctx.fail("Error from server (NotFound): the server could not find the requested resource\n")
+def raw_body(ctx: ToolContext, options: dict[str, str]) -> bytes | ToolResult:
+    """What ``create --raw PATH -f SOURCE`` sends, or kubectl's refusal (the real 1.36.3 and 1.37.2 words)."""
     source = options.get("--filename", "")
     data = ks.filename_data(ctx, source)
     if data is None:
-        return ctx.fail("error: --raw and --filename must both be specified\n" if not source
-                        else f'error: the path "{source}" does not exist\n')
+        return ctx.fail(f"error: open {source}: no such file or directory\n" if source else
+                        "error: must specify one of -f and -k\n")
+    return data
+
+
+def create_raw(ctx: ToolContext, path: str, data: bytes) -> ToolResult:
+    match = EVICTION_PATH.match(path)
+    if match is None:
+        return ctx.fail("Error from server (NotFound): the server could not find the requested resource\n")
     try:
         body = json.loads(data.decode() or "null")
     except (UnicodeDecodeError, json.JSONDecodeError):
