@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterctl.facts.model import NetDevice
 from clusterctl.findings import Finding
 from clusterctl.json_input import matching, read_json, versioned
 
@@ -59,6 +60,11 @@ class SavedNIC:
     #: True for NICs that carry GPU traffic (inventory's HCA list, else NICs near GPUs).
     fabric: bool
     ports: tuple[SavedPort, ...]
+    #: Its row and column in the host's ``matrix``.
+    label: str | None = None
+    board_id: str | None = None
+    ca_type: str | None = None
+    netdevs: tuple[NetDevice, ...] = ()
 
     @property
     def up(self) -> bool:
@@ -78,6 +84,11 @@ class SavedHost:
     nics: tuple[SavedNIC, ...]
     stack: dict[str, Any] | None
     findings: tuple[Finding, ...]
+    address: str | None = None
+    #: Interface -> its IPv4 addresses (``ip -o -4 addr``).
+    interfaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: (row label, column label) -> link class of its ``matrix`` (``NV`` for any NVLink count, ``SOC`` as ``SYS``).
+    links: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,7 +101,17 @@ class SavedSurvey:
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
-def _host_from_json(data: dict[str, Any]) -> SavedHost:
+def _matrix_links(matrix: dict[str, Any] | None) -> dict[tuple[str, str], str]:
+    labels = (matrix or {}).get("labels") or []
+    out: dict[tuple[str, str], str] = {}
+    for a, row in zip(labels, (matrix or {}).get("rows") or [], strict=False):
+        for b, raw in zip(labels, row, strict=False):
+            kind = "NV" if raw.startswith("NV") else raw
+            out[(a, b)] = "SYS" if kind == "SOC" else kind
+    return out
+
+
+def host_from_json(data: dict[str, Any]) -> SavedHost:
     return SavedHost(
         name=data["host"],
         rack=data.get("rack"),
@@ -104,11 +125,17 @@ def _host_from_json(data: dict[str, Any]) -> SavedHost:
         nics=tuple(
             SavedNIC(n["name"], n.get("numa_node"), tuple(n.get("nearest_gpus", [])), bool(n.get("fabric")),
                      tuple(SavedPort(p["port"], p["state"], p["link_layer"], p.get("rate_gbps"),
-                                     p.get("roce_v2_gid_index")) for p in n.get("ports", [])))
+                                     p.get("roce_v2_gid_index")) for p in n.get("ports", [])),
+                     n.get("label"), n.get("board_id"), n.get("ca_type"),
+                     tuple(NetDevice(d["name"], n["name"], d.get("port"), d.get("up"), tuple(d.get("ipv4", [])))
+                           for d in n.get("netdevs", [])))
             for n in data.get("nics", [])
         ),
         stack=data.get("stack"),
         findings=tuple(Finding.from_json(f) for f in data.get("findings", [])),
+        address=data.get("address"),
+        interfaces={i["name"]: tuple(i["ipv4"]) for i in data.get("interfaces", [])},
+        links=_matrix_links(data.get("matrix")),
     )
 
 
@@ -125,7 +152,7 @@ def load_saved_survey(path: str | Path) -> SavedSurvey:
 
 def survey_from_json(data: dict[str, Any]) -> SavedSurvey:
     """A report already in memory (a survey run just now, as ``report_to_json`` shaped it)."""
-    hosts = {h["host"]: _host_from_json(h) for h in data["hosts"]}
+    hosts = {h["host"]: host_from_json(h) for h in data["hosts"]}
     return SavedSurvey(data["generated_at"], data.get("inventory"), hosts,
                        tuple(Finding.from_json(f) for f in data["findings"]), data)
 

@@ -23,6 +23,7 @@ tell), and a dry run never writes it.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import secrets
@@ -62,10 +63,6 @@ def identity() -> str:
     return f"{socket.gethostname()}/pid-{os.getpid()}/{secrets.token_hex(4)}"
 
 
-def _micro_time(now: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
-
-
 @dataclass
 class Hold:
     holder: str
@@ -95,7 +92,7 @@ class ClusterLease:
         return transport.run(kubectl(args), sudo=True, timeout=TIMEOUT_S, stdin=stdin)
 
     def _object(self, resource_version: str | None, holder: str | None) -> dict[str, Any]:
-        now = _micro_time(time.time())
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # a MicroTime
         spec: dict[str, Any] = {"leaseDurationSeconds": self.duration_s}
         if holder:
             spec.update(holderIdentity=holder, acquireTime=now, renewTime=now)

@@ -80,9 +80,7 @@ def judge(node: KubeNode | None, out: set[str], limit: int) -> tuple[str, str]:
         return "complete", f"a half-finished quarantine (no {', no '.join(missing)}): finished"
     # In service: the cap is the one quarantine decision's (policy.decide), as for health --quarantine.
     (decision,) = decide([Wanted(node.name, drain=False, reason="in service")], out_of_service=out, limit=limit)
-    if decision.action is Action.HELD:
-        return "held", decision.reason
-    return "act", decision.reason
+    return "held" if decision.action is Action.HELD else "act", decision.reason
 
 
 class Marker:

@@ -208,8 +208,7 @@ def _wait_gone(transport: Transport, node: str, asked: list[Pod], report: DrainR
     waiting = {p.ref for p in asked}
     while waiting:
         present = {p.ref for p in _node_pods(transport, node)}
-        for ref in sorted(waiting - present):
-            report.evicted.append(ref)
+        report.evicted += sorted(waiting - present)
         waiting &= present
         if not waiting:
             return

@@ -250,6 +250,7 @@ def test_the_tuning_adds_what_the_topology_makes_worth_measuring() -> None:
 
 def test_saved_surveys_mark_nvswitch_hosts() -> None:
     from clusterctl.nccl.tune.inputs import host_from_saved
+    from clusterctl.saved_survey import host_from_json
 
-    assert host_from_saved({"host": "a", "shape": "nvswitch"}).nvswitch
-    assert not host_from_saved({"host": "b", "shape": "pcie"}).nvswitch
+    assert host_from_saved(host_from_json({"host": "a", "reachable": True, "shape": "nvswitch"})).nvswitch
+    assert not host_from_saved(host_from_json({"host": "b", "reachable": True, "shape": "pcie"})).nvswitch

@@ -35,7 +35,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.bootstrap.phases import reset_from_journal as rj
 from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
-from clusterctl.changes import MAKES_ETCD_MEMBER, MAKES_NO_TRACE, Change, ChangeKind
+from clusterctl.changes import MAKES_ETCD_MEMBER, MAKES_KUBEADM_NODE, MAKES_NO_TRACE, Change, ChangeKind
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.findings import Finding, Severity
@@ -156,7 +156,7 @@ class Reset(Phase[ResetState]):
         else:
             state.basis = BY_JOURNAL
             state.journal = rj.plan_from_journals(ctx, entries, force=force)
-            ours_node, ours_etcd = state.journal.kubeadm_node, MAKES_ETCD_MEMBER in state.journal.tags
+            ours_node, ours_etcd = MAKES_KUBEADM_NODE in state.journal.tags, MAKES_ETCD_MEMBER in state.journal.tags
             cnis = journals.cnis if journals is not None and ours_node else frozenset()
         state.etcd_ours = ours_etcd or force
         present = any(cc.exists(ctx, p) for p in KUBEADM_LEFTOVERS if ours_etcd or p != ETCD_MEMBER_DIR)

@@ -45,8 +45,6 @@ _NOTHING_TO_TAKE = (MAKES_IN_CLUSTER, MAKES_NO_TRACE)
 class JournalPlan:
     """What the journals ask of one host, worked out against the host as it is now."""
 
-    #: The journals read (paths), oldest first.
-    journals: list[str] = field(default_factory=list)
     tags: set[str] = field(default_factory=set)
     #: File removals and restores and command undos, newest change first.
     steps: list[Change] = field(default_factory=list)
@@ -63,13 +61,9 @@ class JournalPlan:
     #: Packages the journals say bootstrap installed (they were absent before).
     packages: list[str] = field(default_factory=list)
 
-    @property
-    def kubeadm_node(self) -> bool:
-        return MAKES_KUBEADM_NODE in self.tags
-
 
 def plan_from_journals(ctx: PhaseContext, entries: tuple[HostJournal, ...], *, force: bool) -> JournalPlan:
-    plan = JournalPlan(journals=[e.path for e in entries])
+    plan = JournalPlan()
     records: list[GateRecord] = [r for e in entries for r in e.records]
     for record in records:
         plan.tags.update(record.change.makes)

@@ -16,7 +16,7 @@ from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
 from clusterctl.facts.netdev import merge_ipv4
 from clusterctl.facts.rdma import card_of
 from clusterctl.inventory.model import Host
-from clusterctl.saved_survey import load_saved_survey
+from clusterctl.saved_survey import SavedHost, load_saved_survey
 from clusterctl.survey.checks.host import CardPort
 from clusterctl.survey.collect import HostFacts
 from clusterctl.survey.topology import Shape, build_topology, link_class
@@ -164,61 +164,27 @@ def _is_nvswitch(matrix: TopoMatrix | None) -> bool:
 # --- saved survey (clusterctl survey --save FILE) ---------------------------------------------
 
 
-def _matrix_links(record: Mapping[str, Any]) -> dict[tuple[str, str], str]:
-    """(row label, column label) -> link class, from a saved host's ``matrix``."""
-    matrix = record.get("matrix") or {}
-    labels = list(matrix.get("labels") or [])
-    out: dict[tuple[str, str], str] = {}
-    for a, row in zip(labels, matrix.get("rows") or [], strict=False):
-        for b, raw in zip(labels, row, strict=False):
-            kind = "NV" if str(raw).startswith("NV") else str(raw)
-            out[(a, b)] = "SYS" if kind == "SOC" else kind
-    return out
-
-
-def host_from_saved(record: Mapping[str, Any], inventory_host: Host | None = None) -> TuneHost:
-    """One host record of a saved survey report as tuning input."""
-    links = _matrix_links(record)
-    gpu_labels = {int(g["index"]): f"GPU{g['index']}" for g in record.get("gpus") or []}
+def host_from_saved(saved: SavedHost, inventory_host: Host | None = None) -> TuneHost:
+    """One host of a saved survey report as tuning input."""
+    gpu_labels = {g.index: f"GPU{g.index}" for g in saved.gpus}
     nics: list[NicFacts] = []
-    netdevs: list[NetDevice] = []
-    for nic in record.get("nics") or []:
-        label = nic.get("label")
-        gpu_links = tuple(
-            (index, links[(gpu, label)]) for index, gpu in sorted(gpu_labels.items()) if (gpu, label) in links
-        )
-        by_port = {int(d.get("port") or 1): d for d in nic.get("netdevs") or []}
-        card = card_of(RDMADevice(str(nic["name"]), None, None, (), board_id=nic.get("board_id"),
-                                  ca_type=nic.get("ca_type")))
-        for d in nic.get("netdevs") or []:
-            netdevs.append(NetDevice(name=str(d["name"]), hca=nic["name"], port=d.get("port"), up=d.get("up"),
-                                     ipv4=tuple(d.get("ipv4") or ())))
-        for port in nic.get("ports") or []:
-            number = int(port["port"])
-            nics.append(
-                NicFacts(
-                    hca=str(nic["name"]),
-                    port=number,
-                    state=str(port.get("state") or "PORT_DOWN"),
-                    link_layer=str(port.get("link_layer") or "InfiniBand"),
-                    rate_gbps=port.get("rate_gbps"),
-                    roce_v2_gid_index=port.get("roce_v2_gid_index"),
-                    netdev=str(by_port[number]["name"]) if number in by_port else None,
-                    nearest_gpus=tuple(nic.get("nearest_gpus") or ()),
-                    gpu_links=gpu_links,
-                    card=card,
-                )
-            )
-    interfaces = {str(i["name"]): tuple(str(a) for a in i.get("ipv4") or ()) for i in record.get("interfaces") or []}
-    stack = record.get("stack") or {}
+    for nic in saved.nics:
+        gpu_links = tuple((index, link) for index, gpu in sorted(gpu_labels.items())
+                          if nic.label and (link := saved.links.get((gpu, nic.label))) is not None)
+        by_port = {d.port or 1: d.name for d in nic.netdevs}
+        card = card_of(RDMADevice(nic.name, None, None, (), board_id=nic.board_id, ca_type=nic.ca_type))
+        nics += [NicFacts(hca=nic.name, port=port.port, state=port.state or "PORT_DOWN",
+                          link_layer=port.link_layer or "InfiniBand", rate_gbps=port.rate_gbps,
+                          roce_v2_gid_index=port.roce_v2_gid_index, netdev=by_port.get(port.port),
+                          nearest_gpus=nic.nearest_gpus, gpu_links=gpu_links, card=card) for port in nic.ports]
     return TuneHost(
-        name=str(record["host"]),
-        address=record.get("address") or (inventory_host.connect_address if inventory_host else None),
-        nccl_version=stack.get("nccl"),
+        name=saved.name,
+        address=saved.address or (inventory_host.connect_address if inventory_host else None),
+        nccl_version=(saved.stack or {}).get("nccl"),
         gpu_indices=tuple(sorted(gpu_labels)),
         nics=tuple(nics),
-        netdevs=merge_ipv4(netdevs, interfaces),
-        nvswitch=record.get("shape") == "nvswitch",
+        netdevs=merge_ipv4([d for nic in saved.nics for d in nic.netdevs], saved.interfaces),
+        nvswitch=saved.shape == "nvswitch",
         **_declared_fabric(inventory_host),
     )
 
@@ -229,11 +195,10 @@ def from_saved_survey(path: str, inventory_hosts: Sequence[Host] = ()) -> tuple[
     wanted = {h.name: h for h in inventory_hosts}
     hosts: list[TuneHost] = []
     skipped: list[str] = []
-    for record in saved.raw.get("hosts") or []:
-        name = str(record["host"])
+    for name, record in saved.hosts.items():
         if wanted and name not in wanted:
             continue
-        if not record.get("reachable"):
+        if not record.reachable:
             skipped.append(f"{name}: unreachable in the saved survey, not tuned")
             continue
         hosts.append(host_from_saved(record, wanted.get(name)))
