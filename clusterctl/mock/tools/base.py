@@ -112,8 +112,7 @@ def option_values(args: list[str], *names: str) -> Iterator[str]:
 
 
 def option(args: list[str], *names: str) -> str | None:
-    """The value of ``names`` given last (``--name VALUE`` or ``--name=VALUE``), or None: a repeated
-    flag's last value wins, as in cobra's tools (kubeadm, kubectl, helm, etcdctl)."""
+    """The value of ``names`` given last, or None: cobra tools (kubeadm, helm, etcdctl) keep a repeated flag's last."""
     return next(reversed(list(option_values(args, *names))), None)
 
 
