@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
@@ -255,8 +255,5 @@ def with_options(*templates: Callable[..., None]) -> Callable[[Callable[..., Non
 
 
 def app_context(ctx: typer.Context) -> AppContext:
-    obj = ctx.find_root().obj
-    if not isinstance(obj, AppContext):
-        obj = AppContext()
-        ctx.find_root().obj = obj
-    return obj
+    """What the global options gave: ``global_options`` puts it on the root context before any command runs."""
+    return cast(AppContext, ctx.find_root().obj)
