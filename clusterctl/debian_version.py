@@ -3,7 +3,12 @@ for the packages phase (is a pin a downgrade?) and the simulated apt-get (which 
 
 from __future__ import annotations
 
+import re
 from functools import cmp_to_key
+from itertools import zip_longest
+
+#: A part of a version as runs: non-digits (maybe none), then digits (maybe none).
+_RUNS = re.compile(r"(\D*)(\d*)")
 
 
 def compare_debian_versions(left: str, right: str) -> int:
@@ -16,30 +21,16 @@ def compare_debian_versions(left: str, right: str) -> int:
         upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "")
         return (int(epoch) if epoch.isdigit() else 0), upstream, revision
 
-    def order(char: str) -> int:
-        if char == "~":
-            return -1
-        if char.isalpha():
-            return ord(char)
-        return ord(char) + 256
+    def runs(part: str) -> list[tuple[list[int], int]]:
+        # Each run of non-digits as its characters' weights ('~' lowest, then the run's end, letters, the
+        # rest), then the number its digits make; a part with fewer runs is one with empty runs after them.
+        return [([-1 if c == "~" else ord(c) if c.isalpha() else ord(c) + 256 for c in text] + [0], int(digits or 0))
+                for text, digits in _RUNS.findall(part)]
 
     def compare_part(a: str, b: str) -> int:
-        i = j = 0
-        while i < len(a) or j < len(b):
-            while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-                ca = order(a[i]) if i < len(a) and not a[i].isdigit() else 0
-                cb = order(b[j]) if j < len(b) and not b[j].isdigit() else 0
-                if ca != cb:
-                    return -1 if ca < cb else 1
-                i, j = i + 1, j + 1
-            start_a, start_b = i, j
-            while i < len(a) and a[i].isdigit():
-                i += 1
-            while j < len(b) and b[j].isdigit():
-                j += 1
-            na, nb = int(a[start_a:i] or 0), int(b[start_b:j] or 0)
-            if na != nb:
-                return -1 if na < nb else 1
+        for run_a, run_b in zip_longest(runs(a), runs(b), fillvalue=([0], 0)):
+            if run_a != run_b:
+                return -1 if run_a < run_b else 1
         return 0
 
     (ea, ua, ra), (eb, ub, rb) = split(left), split(right)

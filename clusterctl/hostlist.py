@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import groupby
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)(\D*)$")
 
@@ -29,19 +30,10 @@ def compress(names: Iterable[str]) -> str:
             continue
         prefix, suffix, width = item
         numbers = sorted(set(groups[item]))
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]:0{width}d}{suffix}")
-            continue
-        ranges: list[str] = []
-        start = prev = numbers[0]
-        for n in [*numbers[1:], None]:
-            if n is not None and n == prev + 1:
-                prev = n
-                continue
-            ranges.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
-            if n is not None:
-                start = prev = n
-        parts.append(f"{prefix}[{','.join(ranges)}]{suffix}")
+        # Consecutive numbers keep the same distance to their place in the list: each run of them is one range.
+        runs = [[n for _, n in run] for _, run in groupby(enumerate(numbers), lambda place: place[1] - place[0])]
+        ranges = ",".join(f"{r[0]:0{width}d}" + (f"-{r[-1]:0{width}d}" if len(r) > 1 else "") for r in runs)
+        parts.append(f"{prefix}{ranges}{suffix}" if len(numbers) == 1 else f"{prefix}[{ranges}]{suffix}")
     return ",".join(parts)
 
 

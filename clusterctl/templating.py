@@ -109,10 +109,6 @@ def toml_key(key: str) -> str:
     return key if _BARE_KEY.match(key) else json.dumps(key)
 
 
-def to_json(value: object) -> str:
-    return json.dumps(value, sort_keys=False)
-
-
 # --- the environment -------------------------------------------------------------------------
 
 
@@ -141,7 +137,7 @@ def environment() -> Environment:
         # character (a newline starts a new key, table or setting) is refused, never written.
         finalize=_finalize,
     )
-    env.filters.update(shq=shell_quote, yamlq=yaml_quote, tojson=to_json, toml=toml_value, toml_key=toml_key,
+    env.filters.update(shq=shell_quote, yamlq=yaml_quote, tojson=json.dumps, toml=toml_value, toml_key=toml_key,
                        conf_value=conf_value, label_value=label_value, comment=one_line_comment, block=RenderedBlock)
     return env
 

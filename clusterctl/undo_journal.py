@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from clusterctl.changes import Change, ChangeKind, Gate, GateRecord, UndoLine
 from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
-from clusterctl.json_input import items, mapping, read_json, versioned
+from clusterctl.json_input import MAX_PATH, flag, items, join, mapping, read_json, text, versioned
 from clusterctl.utc import epoch, file_stamp, utc_stamp
 from clusterctl.writable import replace_file
 
@@ -372,8 +372,6 @@ def _text_or_none(value: object) -> str | None:
 
 
 def _record_from_json(value: Any, field: str) -> GateRecord:
-    from clusterctl.json_input import MAX_PATH, flag, join, text
-
     item = mapping(value, field, required=("host", "summary", "kind", "sudo"))
 
     def word(key: str, **how: Any) -> Any:

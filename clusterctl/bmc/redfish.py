@@ -65,7 +65,6 @@ class RedfishBmc:
         self._clock = clock
 
     def _call(self, what: str, action: Callable[[], Any]) -> Any:
-        import sushy
         from sushy import exceptions
 
         try:
@@ -85,7 +84,7 @@ class RedfishBmc:
         except exceptions.UnknownDefaultError:
             raise BmcError(f"the BMC {self.address.url} manages several systems: name this host's in bmc.system "
                            f"while {what}") from None
-        except (exceptions.SushyError, sushy.exceptions.SushyError) as exc:
+        except exceptions.SushyError as exc:
             raise BmcError(f"the BMC {self.address.url} failed while {what}: {exc}") from None
 
     def _connect(self) -> Any:

@@ -114,10 +114,9 @@ def undo_command(
         # A host whose undo ran is marked, even if some files were refused: its other files are reverted.
         done = {o.host.name for o in fleet.outcomes if o.ok}
         mark_journal_used(journal, list(dict.fromkeys(changed_on(r) for r in records if r.change.host in done)))
-    said = [[line.text for line in o.value or []] for o in fleet.outcomes]
     payload = {"journal": journal, "dry_run": dry_run, "hosts": [
-        {"host": o.host.name, "ok": o.ok, "done": lines, "error": o.failure.describe() if o.failure else None}
-        for o, lines in zip(fleet.outcomes, said, strict=True)]}
+        {"host": o.host.name, "ok": o.ok, "done": [line.text for line in o.value or []],
+         "error": o.failure.describe() if o.failure else None} for o in fleet.outcomes]}
 
     def human() -> None:
         from clusterctl.changes import WOULD_RUN

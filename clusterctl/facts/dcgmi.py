@@ -121,11 +121,12 @@ def _parse_json(text: str) -> DcgmDiag:
     version = metadata.get("DCGM Version") or metadata.get("version") or body.get("version") or data.get("version")
     driver = metadata.get("Driver Version Detected") or body.get("Driver Version Detected") \
         or data.get("Driver Version Detected")
-    # DCGM 4 lists the GPUs it ran on under "entity_groups", each with its "device_id", instead.
-    ids = metadata.get("GPU Device IDs Detected") or body.get("GPU Device IDs Detected") or [
+    # DCGM 3 lists the GPUs' device ids beside the diagnostic ("GPU Device IDs"); DCGM 4 under "entity_groups",
+    # each GPU with its "device_id".
+    ids = _member(data, "GPU Device IDs", list) or [
         entity.get("device_id", "") for group in _listed(data, "entity_groups")
         if group.get("entity_group") == "GPU" for entity in _listed(group, "entities")]
-    known = ("DCGM Version", "version", "Driver Version Detected", "GPU Device IDs Detected")
+    known = ("DCGM Version", "version", "Driver Version Detected")
     others = {str(k): str(v) for k, v in metadata.items() if k not in known and not isinstance(v, (dict, list))}
     return DcgmDiag(tuple(results), dcgm_version=str(version) if version else None,
                     driver_version=str(driver) if driver else None, format="json", warnings=tuple(warnings),

@@ -57,9 +57,8 @@ NVLINK_FLOOR = 100
 IB_FLOORS = {"link_downed": 1, "link_error_recovery": 1, "local_link_integrity_errors": 1}
 IB_FLOOR = 100
 ECC_CORRECTABLE_FLOOR = 1000
-#: Clock event reasons that mean the hardware is protecting itself (not a setting, not idle).
-HW_SLOWDOWN = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown")
-SW_SLOWDOWN = ("SW Thermal Slowdown",)
+#: Clock event reasons that mean the GPU is protecting itself (not a setting, not idle), as nvidia-smi orders them.
+SLOWDOWN = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
 
 
 @dataclass
@@ -247,11 +246,10 @@ def _gpu_findings(name: str, gpu: GpuHealth, usual_width: Callable[[], int | Non
             evidence="Retired Pages / Pending Page Blacklist : Yes",
             fix=f"Reset the GPU (nvidia-smi -r -i {nvsmi_id(gpu)}) or reboot when it is idle so the pages are "
                 "retired.")
-    hw = [r for r in gpu.clock_events_active if r in HW_SLOWDOWN]
-    sw = [r for r in gpu.clock_events_active if r in SW_SLOWDOWN]
-    if hw or sw:
-        add(Severity.WARNING, "GPU_CLOCKS_THROTTLED", f"clocks held down by {', '.join(hw + sw)}",
-            evidence="Clocks Event Reasons: " + ", ".join(f"{r} : Active" for r in hw + sw),
+    slowed = [r for r in gpu.clock_events_active if r in SLOWDOWN]
+    if slowed:
+        add(Severity.WARNING, "GPU_CLOCKS_THROTTLED", f"clocks held down by {', '.join(slowed)}",
+            evidence="Clocks Event Reasons: " + ", ".join(f"{r} : Active" for r in slowed),
             fix="Check cooling and power delivery (HW Power Brake: the PSU or the chassis asserted it; HW "
                 "Thermal: the GPU is too hot); drain the host if it persists under load.")
     _temperature(gpu, add)

@@ -22,7 +22,6 @@ TAINT_EFFECT = "NoSchedule"
 ANNOTATION_PREFIX = "clusterctl.dev/quarantine-"
 #: who (user@machine), when (UTC, ISO 8601), why (the reason given), codes (finding codes, comma-separated).
 ANNOTATION_KEYS = ("by", "at", "reason", "codes")
-_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
 
 
 def annotation(name: str) -> str:
@@ -38,7 +37,7 @@ def reason_and_codes(node: KubeNode) -> tuple[str, tuple[str, ...]]:
 def taint_value(code: str) -> str:
     """``code`` as a taint value (a label value: 63 characters of ``[A-Za-z0-9._-]``, alphanumeric ends)."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", code).strip("._-")[:63].rstrip("._-")
-    return cleaned if _LABEL_VALUE.match(cleaned) else "manual"
+    return cleaned or "manual"  # cleaned, it is a label value unless nothing was left
 
 
 def taint(cp: str, node: KubeNode, value: str) -> list[Change]:

@@ -17,6 +17,8 @@ the same stand-in, across hosts and files), in outputs and in the inventory.
 
 from __future__ import annotations
 
+import datetime
+import platform
 import re
 import shlex
 from collections.abc import Sequence
@@ -24,7 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from clusterctl import __version__
+from clusterctl.facts.node import NODE_FACTS
+from clusterctl.facts.survey_facts import SURVEY_FACTS
+from clusterctl.health.probe import recorded_commands
 from clusterctl.record.redact import Redactor
+from clusterctl.transport.base import TransportError
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -37,9 +46,6 @@ COMMAND_TIMEOUT_S = 30.0
 
 def record_commands() -> list[tuple[str, bool]]:
     """(command line, needs sudo) of every read-only fact clusterctl runs, in a stable order."""
-    from clusterctl.facts.node import NODE_FACTS
-    from clusterctl.facts.survey_facts import SURVEY_FACTS
-
     found: list[tuple[str, bool]] = [("hostname", False)]
     todo: list[Any] = [*SURVEY_FACTS, NODE_FACTS]
     while todo:
@@ -47,8 +53,6 @@ def record_commands() -> list[tuple[str, bool]]:
         if (fact.command, fact.sudo) not in found:
             found.append((fact.command, fact.sudo))
         todo[0:0] = list(fact.fallbacks)
-    from clusterctl.health.probe import recorded_commands
-
     # clusterctl health's level-0 probes: a replayed host then answers 'clusterctl health' too.
     found += [(command, False) for command in recorded_commands() if (command, False) not in found]
     return found
@@ -57,8 +61,6 @@ def record_commands() -> list[tuple[str, bool]]:
 def record_host(transport: Transport, commands: Sequence[tuple[str, bool]]) -> dict[str, CommandResult]:
     """Run each read-only command once: the command as sent -> its result; a command that fails is recorded with
     its failure."""
-    from clusterctl.transport.base import TransportError
-
     found: dict[str, CommandResult] = {}
     for command, sudo in commands:
         try:
@@ -77,8 +79,6 @@ def _file_name(index: int, command: str) -> str:
 
 
 def write_profile(folder: Path, host_name: str, recorded: dict[str, CommandResult], redactor: Redactor) -> None:
-    import yaml
-
     folder.mkdir(parents=True, exist_ok=True)
     rules: list[dict[str, Any]] = []
     hostname = None
@@ -124,13 +124,6 @@ class RecordReport:
 
 def record(runner: Runner, inventory: Inventory, hosts: Sequence[Host], out: Path, *, redact: bool) -> RecordReport:
     """Record ``hosts`` into ``out`` (see the module docstring)."""
-    import datetime
-    import platform
-
-    import yaml
-
-    from clusterctl import __version__
-
     commands = record_commands()
     fleet = runner.run_task(hosts, lambda t: record_host(t, commands), label="record")
     redactor = Redactor(enabled=redact)

@@ -278,7 +278,8 @@ def test_dcgm_json_with_a_number_where_a_list_belongs_is_refused_not_a_crash(bod
     ('{"test_categories": [{"tests": [{"test_summary": "Fail"}]}]}', "'test_summary' is str, not an object"),
     ('{"test_categories": []}, "metadata": 5', "'metadata' is int, not an object"),
     ('{"test_categories": []}, "entity_groups": [[0]]', "an item of 'entity_groups' is list, not an object"),
-    ('{"test_categories": 0}', "'test_categories' is int, not a list")])
+    ('{"test_categories": 0}', "'test_categories' is int, not a list"),
+    ('{"test_categories": []}, "GPU Device IDs": {"0": "2330"}', "'GPU Device IDs' is dict, not a list")])
 def test_dcgm_json_of_the_wrong_type_anywhere_is_refused_by_health_read_naming_the_field(body: str, said: str) -> None:
     """A test that was a string read as "all checks passed"; each such value is now refused, naming its field."""
     from clusterctl.errors import UsageError
@@ -291,6 +292,17 @@ def test_dcgm_json_of_the_wrong_type_anywhere_is_refused_by_health_read_naming_t
 def test_a_dcgm_gpu_id_of_a_digit_int_cannot_read_is_no_gpu_not_a_crash() -> None:
     text = '{"DCGM Diagnostic": {"test_categories": [{"tests": [{"name": "m", "results": [{"entity_id": "²"}]}]}]}}'
     assert parse_dcgmi_diag(text).results[0].gpu is None
+
+
+def test_dcgm3_json_names_its_gpus_device_ids_at_the_top() -> None:
+    """DCGM 3.1-3.3 write ``"GPU Device IDs"`` (a list) beside the diagnostic, not under it
+    (``Diag::HelperJsonBuildOutput`` in NVIDIA/DCGM 3.3.8); the serials are an object by GPU index."""
+    text = ('{"DCGM GPU Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "GPU Memory", '
+            '"results": [{"gpu_id": "0", "status": "Pass"}, {"gpu_id": "1", "status": "Pass"}]}]}]}, '
+            '"version": "3.3.1", "Driver Version Detected": "545.23.08", "GPU Device IDs": ["2330", "2330"], '
+            '"GPU Device Serials": {"0": "1652922013555", "1": "1652922013556"}}')
+    diag = parse_dcgmi_diag(text)
+    assert (diag.dcgm_version, diag.driver_version, diag.gpu_device_ids) == ("3.3.1", "545.23.08", ("2330", "2330"))
 
 
 def test_dcgm4_json_shape() -> None:
