@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
+from clusterctl.facts.base import absent_reason
 from clusterctl.facts.klog import is_klog_line
 from clusterctl.facts.sections import MARKER_FILES, cat_missing, files_read, ls_failed, section_command, split_sections
 from clusterctl.facts.table import cells_under_header, numbered_lines, read_lines
@@ -36,7 +37,6 @@ class ContainerdFacts:
     #: starts at boot (``enabled``, ``disabled``...); None where systemctl could not say.
     service: str | None = None
     enabled: str | None = None
-    missing: dict[str, str] = field(default_factory=dict)
 
 
 _VERSION = re.compile(r"^containerd\s+\S+\s+v?(\d+\.\d+\.\d+)\S*")
@@ -110,37 +110,22 @@ def containerd_probe(config_path: str, dropin_dir: str, certs_dir: str, kubernet
 def parse_containerd_probe(text: str) -> ContainerdFacts:
     """The probe's output; drop-in contents are filled in by the caller (``dropin_names``)."""
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
-    missing: dict[str, str] = {}
-    version = None
-    raw = sections.get("version")
-    if raw is None or not raw.text.strip() or re.search(r"not found", raw.text):
-        missing["version"] = (raw.text.strip() if raw else "") or "containerd is not installed"
-    else:
-        version = sections.read("version", parse_containerd_version)
+    version = None if absent_reason(sections.text("version")) else sections.read("version", parse_containerd_version)
     config_section = sections.get("config")
-    config = None
-    if config_section is None:
-        missing["config"] = "section missing from the output"
-    elif not cat_missing(config_section.text):
-        config = config_section.text
+    config = None if config_section is None or cat_missing(config_section.text) else config_section.text
     listing = sections.get("dropins")
     dropins = {} if listing is None or ls_failed(listing.text) else {
         name: "" for line in listing.lines if (name := line.strip()).endswith(".toml") and "/" not in name}
     hosts_files = {registry: text for registry, text in files_read(sections, "hosts:").items() if text is not None}
-    pause = None
-    images = sections.get("kubeadm-images")
-    answer = [line for line in images.lines if not is_klog_line(line)] if images is not None else []
-    if images is not None and "".join(answer).strip():
-        # kubeadm's own log lines (``could not fetch a Kubernetes version from the internet``) are
-        # not a failure: it falls back to its own version and lists the images.
-        if re.search(r"not found|error|unable", "\n".join(answer), re.IGNORECASE):
-            missing["kubeadm-images"] = next(line for line in answer if line.strip()).strip()
-        else:
-            pause = pause_image(sections.read("kubeadm-images", parse_kubeadm_images))
+    # kubeadm's own log lines (``could not fetch a Kubernetes version from the internet``) are not a failure: it
+    # falls back to its own version and lists the images. An error of its own ("error", "unable") lists none.
+    answer = "".join(line + "\n" for line in sections.text("kubeadm-images").splitlines() if not is_klog_line(line))
+    listed = not absent_reason(answer) and not re.search(r"error|unable", answer, re.IGNORECASE)
+    pause = pause_image(sections.read("kubeadm-images", parse_kubeadm_images)) if listed else None
     service = _systemd_word(sections.text("service"), ("active", "inactive", "failed", "activating", "deactivating"))
     enabled = _systemd_word(sections.text("enabled"), ("enabled", "disabled", "masked", "static"))
-    return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, missing=missing,
-                           service=service, enabled=enabled)
+    return ContainerdFacts(version, config, dict(sorted(dropins.items())), hosts_files, pause, service=service,
+                           enabled=enabled)
 
 
 def _systemd_word(section_text: str, words: tuple[str, ...]) -> str | None:

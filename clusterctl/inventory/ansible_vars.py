@@ -179,6 +179,8 @@ class HostBuilder(InventoryFileReader):
                 continue
             with self.values_at(var.line, name, f"host '{self.name}': "):
                 found_jump, found_options = parse_ssh_args(str(var.value))
+                if found_jump:
+                    values.jump_hops(found_jump)
             jump = found_jump or jump
             options.extend(found_options)
         return jump, tuple(options)

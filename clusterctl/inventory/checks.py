@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter, defaultdict
 
 from clusterctl.errors import BadValue
 from clusterctl.inventory.model import Host, Inventory, StackPin
-from clusterctl.inventory.values import SSH_PORT, user_host_port
+from clusterctl.inventory.values import SSH_PORT, address
 from clusterctl.wording import first_few
 
 
@@ -45,38 +44,22 @@ def check_inventory(inventory: Inventory) -> list[str]:
     return warnings
 
 
-# A DNS name or an IPv4/IPv6 address (with an optional %zone); anything else cannot be resolved.
-_HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$|^[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?$")
-
-
 def _unreachable_by_design(hosts: tuple[Host, ...]) -> list[str]:
-    """Addresses, jump hosts and key files that cannot work, found before any connection is tried."""
+    """Addresses (a host's name, where it has none) and key files that cannot work, found before any connection."""
     warnings = []
     for host in hosts:
         if host.transport != "ssh":
             continue
-        if not _HOST_NAME.match(host.connect_address):
+        try:
+            address(host.connect_address)
+        except BadValue:
             warnings.append(
                 f"host {host.name}: address {host.connect_address!r} is not a host name or IP address "
                 "(clusterctl quotes it, so it is never run as a command, but no host can be reached by it)."
             )
-        if host.ssh.jump_host:
-            for hop in host.ssh.jump_host.split(","):
-                if not _jump_hop_reachable(hop.strip()):
-                    warnings.append(
-                        f"host {host.name}: jump host {hop.strip()!r} is not [user@]host[:port] with a host "
-                        "name or IP address."
-                    )
         if host.ssh.key_file and not os.path.isfile(os.path.expanduser(host.ssh.key_file)):
             warnings.append(f"host {host.name}: SSH key file {host.ssh.key_file} does not exist on this machine.")
     return warnings
-
-
-def _jump_hop_reachable(hop: str) -> bool:
-    try:
-        return bool(_HOST_NAME.match(user_host_port(hop)[1]))
-    except BadValue:
-        return False
 
 
 def _same_endpoint(hosts: tuple[Host, ...]) -> list[str]:

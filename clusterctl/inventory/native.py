@@ -435,7 +435,7 @@ def _ssh_options(r: _Reader, node: Node, field: str) -> _Section:
 
 SSH_FIELDS: dict[str, FieldReader] = {
     "key_file": _checked(values.text, "key_file"),
-    "jump_host": _checked(values.text, "jump_host"),
+    "jump_host": _checked(values.jump_host, "jump_host"),
     "options": _ssh_options,
 }
 

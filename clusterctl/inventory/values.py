@@ -122,6 +122,23 @@ def user_host_port(spec: str) -> tuple[str | None, str, int | None]:
             None if m["port"] is None else port(m["port"]))
 
 
+def jump_hops(chain: str) -> tuple[tuple[str | None, str, int | None], ...]:
+    """The hops of a ProxyJump chain (``none``: no hop), each ``user_host_port`` with a host by ``address``'s rule:
+    the one reading of an inventory's jump host (at load) and of ssh_config's ProxyJump."""
+    if chain.strip().lower() == "none":
+        return ()
+    hops = tuple(user_host_port(hop.strip()) for hop in chain.split(",") if hop.strip())
+    for _, host, _ in hops:
+        address(host, "jump host")
+    return hops
+
+
+def jump_host(value: Any, what: str) -> str:
+    """An inventory's ProxyJump chain, as written once ``jump_hops`` can read it."""
+    jump_hops(chain := text(value, what))
+    return chain
+
+
 def role(value: Any) -> str:
     name = text(value, "a role").strip()
     if name in ROLES:
@@ -304,10 +321,24 @@ def host_name(value: Any, what: str = "a host name") -> str:
                      "put a real address in 'address:'.", strip=False, dots=False)
 
 
+# A DNS name, ending in '.' when absolute (also an IPv6 address's %zone: an interface name).
+_DNS_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?\.?")
+
+
 def address(value: Any, what: str = "address") -> str:
-    """A host name or IP address to connect to (``[::1]`` and ``fe80::1%eth0`` included)."""
-    return _matching(value, what, _NAME_CHARS, "is not a host name or IP address.",
-                     "Write a DNS name such as gpu-a1.example.com or an address such as 10.0.0.11.")
+    """A host name or IP address, what a connection can resolve (``::1`` and ``fe80::1%eth0`` included): the rule
+    of an address, a jump host and (in ``inventory check``) a host reached by its name."""
+    name = text(value, what).strip()
+    ip, percent, zone = name.partition("%")
+    try:
+        ipaddress.ip_address(ip)
+        resolvable = not percent or _DNS_NAME.fullmatch(zone)
+    except ValueError:
+        resolvable = _DNS_NAME.fullmatch(name)
+    if not resolvable:
+        raise BadValue(f"{what} {name!r} is not a host name or IP address.",
+                       "Write a DNS name such as gpu-a1.example.com or an address such as 10.0.0.11.")
+    return name
 
 
 def version(value: Any, what: str) -> str:

@@ -79,7 +79,7 @@ def test_kubeadms_klog_lines_among_the_images_are_skipped_not_taken_for_a_failur
     assert pause_image(parse_kubeadm_images(unpinned)) == "registry.k8s.io/pause:3.10.2"
     probe = f"@@clusterctl@@ version\ncontainerd containerd.io v2.2.1 abc\n@@clusterctl@@ kubeadm-images\n{unpinned}"
     facts = parse_containerd_probe(probe)
-    assert facts.kubeadm_pause == "registry.k8s.io/pause:3.10.2" and "kubeadm-images" not in facts.missing
+    assert facts.kubeadm_pause == "registry.k8s.io/pause:3.10.2"
     assert refusal(parse_kubeadm_images, unpinned.replace("registry.k8s.io/etcd:3.7.0-0", "etcd 3.7.0")).line == 9
 
 
@@ -174,7 +174,18 @@ def test_probe_output_with_toml_comments_is_split_by_its_own_marker() -> None:
     facts = parse_containerd_probe(text)
     assert facts.version == "2.2.1" and "### a comment" in (facts.config or "")
     assert list(facts.dropins) == ["99-nvidia.toml"] and facts.hosts_files == {}
-    assert facts.kubeadm_pause is None and "kubeadm-images" in facts.missing
+    assert facts.kubeadm_pause is None
+
+
+@pytest.mark.parametrize("said", ["sh: 1: {tool}: not found", "bash: line 1: {tool}: command not found",
+                                  "sudo: {tool}: command not found", ""])
+def test_a_host_without_containerd_or_kubeadm_reads_as_neither_installed(said: str) -> None:
+    """The shell's words for a missing program are the facts package's one rule (``absent_reason``)."""
+    text = (f"@@clusterctl@@ version\n{said.format(tool='containerd')}\n@@clusterctl@@ config\n"
+            "cat: /etc/containerd/config.toml: No such file or directory\n@@clusterctl@@ kubeadm-images\n"
+            f"{said.format(tool='kubeadm')}\n")
+    facts = parse_containerd_probe(text)
+    assert (facts.version, facts.config, facts.kubeadm_pause) == (None, None, None)
 
 
 @pytest.mark.skipif(shutil.which("containerd") is None, reason="needs the containerd binary (Debian: containerd)")

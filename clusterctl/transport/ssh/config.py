@@ -44,14 +44,6 @@ class JumpHop:
     user: str | None = None
     port: int | None = None
 
-    @classmethod
-    def parse(cls, spec: str) -> JumpHop:
-        try:
-            user, host, port = values.user_host_port(spec.strip())
-        except BadValue as exc:
-            raise TransportError(FailureKind.ERROR, f"bad jump host {spec!r}: {exc}") from None
-        return cls(host=host, user=user, port=port)
-
 
 def _ssh_config_port(text: str, name: str) -> int:
     try:
@@ -61,9 +53,10 @@ def _ssh_config_port(text: str, name: str) -> int:
 
 
 def parse_jump_chain(spec: str | None) -> tuple[JumpHop, ...]:
-    if not spec or spec.strip().lower() == "none":
-        return ()
-    return tuple(JumpHop.parse(part) for part in spec.split(",") if part.strip())
+    try:
+        return tuple(JumpHop(host, user, port) for user, host, port in values.jump_hops(spec or "none"))
+    except BadValue as exc:
+        raise TransportError(FailureKind.ERROR, f"bad jump host {spec!r}: {exc}") from None
 
 
 @dataclass(frozen=True)
