@@ -10,6 +10,7 @@ same clusterctl gives the same bytes and a re-run of bootstrap changes nothing.
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import zipfile
 from collections.abc import Iterator
@@ -41,8 +42,6 @@ DIGEST_PATH = BUNDLE_PATH + ".sha256"
 
 
 def digest_line(data: bytes) -> str:
-    import hashlib
-
     return f"{hashlib.sha256(data).hexdigest()}  {BUNDLE_PATH.rsplit('/', 1)[-1]}\n"
 
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import BadValue, ClusterctlError, UsageError
@@ -77,8 +79,6 @@ def slurm_health(args: argparse.Namespace, transport: Transport) -> int:
 
 
 def local_transport() -> Transport:
-    import socket
-
     from clusterctl.inventory.model import Host
     from clusterctl.transport.local import LocalTransport
 
@@ -115,8 +115,6 @@ def _config(transport: Transport, path: str) -> dict[str, Any]:
     """The settings of the config file ``path`` (none when there is no file; a null is a setting left out),
     each checked as the inventory's values are: a wrong one is an ``InventoryError`` naming the file, its
     line and the field."""
-    from pathlib import Path
-
     from clusterctl.inventory.native import read_fabric
     from clusterctl.inventory.node_reader import NodeReader
     from clusterctl.inventory.yaml_tree import Mapping, Node, is_empty, parse_json

@@ -154,12 +154,13 @@ class AppContext:
     def secrets(self) -> dict[str, Any]:
         """The sudo password and login secrets, asked for once per run (see ``cli.credentials``)."""
         if self._secrets is None:
-            from clusterctl.cli.credentials import KEY_PASSPHRASE, SSH_PASSWORD, SUDO_PASSWORD, read_secret
+            from clusterctl.cli.credentials import read_secret
 
             self._secrets = {
-                "sudo_password": read_secret(SUDO_PASSWORD, ask=self.ask_sudo_pass),
-                "key_passphrase": read_secret(KEY_PASSPHRASE, ask=self.ask_key_passphrase),
-                "password": read_secret(SSH_PASSWORD, ask=self.ask_pass),
+                "sudo_password": read_secret("sudo password", "CLUSTERCTL_SUDO_PASS", ask=self.ask_sudo_pass),
+                "key_passphrase": read_secret("SSH key passphrase", "CLUSTERCTL_KEY_PASSPHRASE",
+                                              ask=self.ask_key_passphrase),
+                "password": read_secret("SSH password", "CLUSTERCTL_SSH_PASS", ask=self.ask_pass),
             }
         return self._secrets
 

@@ -13,38 +13,22 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 
 from clusterctl.errors import UsageError
 from clusterctl.secret import Secret, read_secret_file
 
 
-@dataclass(frozen=True)
-class SecretSource:
-    label: str
-    option: str
-    env: str
-
-    @property
-    def env_file(self) -> str:
-        return self.env + "_FILE"
-
-
-SUDO_PASSWORD = SecretSource("sudo password", "--ask-sudo-pass", "CLUSTERCTL_SUDO_PASS")
-KEY_PASSPHRASE = SecretSource("SSH key passphrase", "--ask-key-passphrase", "CLUSTERCTL_KEY_PASSPHRASE")
-SSH_PASSWORD = SecretSource("SSH password", "--ask-pass", "CLUSTERCTL_SSH_PASS")
-
-
-def read_secret(source: SecretSource, *, ask: bool) -> Secret | None:
-    """The secret from the prompt (when ``ask``), the environment, or a 0600 file; else None."""
+def read_secret(label: str, env: str, *, ask: bool) -> Secret | None:
+    """The ``label`` (a sudo password) from the prompt (when ``ask``), the environment variable ``env``, or the
+    0600 file ``env``_FILE names; else None."""
     if ask:
-        return Secret(_prompt(f"{source.label}: "), source.label)
-    value = os.environ.get(source.env)
+        return Secret(_prompt(f"{label}: "), label)
+    value = os.environ.get(env)
     if value:
-        return Secret(value, source.label)
-    path = os.environ.get(source.env_file)
+        return Secret(value, label)
+    path = os.environ.get(f"{env}_FILE")
     if path:
-        return Secret(read_secret_file(path, source.label, f"{source.env_file}={path}")[0], source.label)
+        return Secret(read_secret_file(path, label, f"{env}_FILE={path}")[0], label)
     return None
 
 

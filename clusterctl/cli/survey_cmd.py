@@ -15,7 +15,6 @@ from clusterctl.terminal_layout import print_wrapped
 from clusterctl.wording import plural
 
 if TYPE_CHECKING:
-    from clusterctl.inventory.model import Host
     from clusterctl.survey.report import SurveyReport
 
 HELP = """Survey the hosts: GPUs, NVLink topology, NICs and software stack, with findings.
@@ -68,19 +67,14 @@ def survey_command(
     app = app_context(ctx)
     if (pp != 1 or world_size is not None) and tp is None:
         raise UsageError("--pp and --world-size need --tp")
+    from clusterctl.facts.nvml import probe_gpus_via_nvml
     from clusterctl.survey.run import run_survey
 
-    if local:
-        from clusterctl.facts.nvml import probe_gpus_via_nvml
-
-        hosts: tuple[Host, ...] = (app.this_machine(),)
-        with app.runner(force_transport="local") as runner:
-            report = run_survey(runner, hosts, tp=tp, pp=pp, world_size=world_size, gpu_reader=probe_gpus_via_nvml)
-    else:
-        inventory = app.inventory()
-        hosts = app.hosts()
-        with app.runner() as runner:
-            report = run_survey(runner, hosts, inventory=inventory.name, tp=tp, pp=pp, world_size=world_size)
+    # --local: this machine through the local transport, its GPUs read through NVML.
+    hosts = (app.this_machine(),) if local else app.hosts()
+    with app.runner(force_transport="local" if local else None) as runner:
+        report = run_survey(runner, hosts, inventory=None if local else app.inventory().name, tp=tp, pp=pp,
+                            world_size=world_size, gpu_reader=probe_gpus_via_nvml if local else None)
     from clusterctl.survey.render import render_fleet_table, render_matrix
 
     def fleet_view() -> None:

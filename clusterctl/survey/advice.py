@@ -38,9 +38,9 @@ class HostAdvice:
     gpus: int
     #: ``nvlink-all-pairs``, ``nvlink-ring`` or ``does-not-fit``.
     fit: str
+    reason: str
     tp_groups: tuple[tuple[int, ...], ...]
     rank_nics: tuple[RankNIC, ...]
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -189,8 +189,8 @@ def advise(hosts: Sequence[AdviceHost], tp: int, pp: int = 1, world_size: int | 
 
 def _advise_host(host: AdviceHost, tp: int) -> HostAdvice:
     fit, groups, reason = tp_groups_for_host(host.topology, tp)
-    return HostAdvice(host.name, host.rack, len(host.topology.gpus), fit, groups,
-                      rank_nics(host.topology, host.usable_nics), reason)
+    return HostAdvice(host.name, host.rack, len(host.topology.gpus), fit, reason, groups,
+                      rank_nics(host.topology, host.usable_nics))
 
 
 def _place(hosts: Sequence[AdviceHost], advice: Sequence[HostAdvice], tp: int, pp: int, dp: int,

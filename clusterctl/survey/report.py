@@ -169,25 +169,6 @@ def host_to_json(host: HostReport, *, shared: MadeOnce | None = None) -> dict[st
     }
 
 
-def advice_to_json(advice: LayoutAdvice) -> dict[str, Any]:
-    return {
-        "tp": advice.tp, "pp": advice.pp, "dp": advice.dp, "world_size": advice.world_size, "fits": advice.fits,
-        "hosts": [
-            {"host": h.host, "rack": h.rack, "gpus": h.gpus, "fit": h.fit, "reason": h.reason,
-             "tp_groups": [list(g) for g in h.tp_groups],
-             "rank_nics": [{"local_rank": r.local_rank, "gpu": r.gpu, "nic": r.nic, "link": r.link}
-                           for r in h.rank_nics]}
-            for h in advice.hosts
-        ],
-        "placements": [
-            {"dp_rank": p.dp_rank, "pp_stage": p.pp_stage, "host": p.host, "rack": p.rack, "gpus": list(p.gpus),
-             "first_global_rank": p.first_global_rank}
-            for p in advice.placements
-        ],
-        "explanation": list(advice.explanation),
-    }
-
-
 def report_to_json(report: SurveyReport) -> dict[str, Any]:
     shared = MadeOnce()
     counts = count_by_severity(report.findings)
@@ -208,5 +189,5 @@ def report_to_json(report: SurveyReport) -> dict[str, Any]:
         },
         "hosts": [host_to_json(h, shared=shared) for h in report.hosts],
         "findings": [f.to_json() for f in report.findings],
-        "advice": advice_to_json(report.advice) if report.advice else None,
+        "advice": to_plain(report.advice),
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.bmc.credentials import bmc_password
-from clusterctl.cli.credentials import SUDO_PASSWORD, read_secret
+from clusterctl.cli.credentials import read_secret
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import BmcConfig
 from clusterctl.quarantine.webhook_server import TokenFile
@@ -21,7 +21,7 @@ GOOD = "0123456789abcdef-secret"
 def _sudo(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.delenv("CLUSTERCTL_SUDO_PASS", raising=False)
     monkeypatch.setenv("CLUSTERCTL_SUDO_PASS_FILE", str(path))
-    secret = read_secret(SUDO_PASSWORD, ask=False)
+    secret = read_secret("sudo password", "CLUSTERCTL_SUDO_PASS", ask=False)
     assert secret is not None
     return secret.reveal()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.cli.credentials import SUDO_PASSWORD, read_secret
+from clusterctl.cli.credentials import read_secret
 from clusterctl.errors import UsageError
 from clusterctl.inventory.model import Host
 from clusterctl.secret import MASK, Secret
@@ -85,10 +85,10 @@ def test_secret_files_must_be_private(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv("CLUSTERCTL_SUDO_PASS", raising=False)
     monkeypatch.setenv("CLUSTERCTL_SUDO_PASS_FILE", str(path))
     with pytest.raises(UsageError) as err:
-        read_secret(SUDO_PASSWORD, ask=False)
+        read_secret("sudo password", "CLUSTERCTL_SUDO_PASS", ask=False)
     assert "0600" in str(err.value)
     os.chmod(path, 0o600)
-    secret = read_secret(SUDO_PASSWORD, ask=False)
+    secret = read_secret("sudo password", "CLUSTERCTL_SUDO_PASS", ask=False)
     assert secret is not None and secret.reveal() == "s3cret-sudo" and str(secret) == MASK
 
 
