@@ -57,6 +57,9 @@ def test_version_answers_agree_in_every_form_clusterctl_reads(pair: Pair) -> Non
     assert simulated.keys() == actual.keys()
     for key in ("major", "minor", "gitVersion", "platform"):
         assert simulated["clientVersion"][key] == actual["clientVersion"][key], key
+    for line in ("kubeadm version -o json -o short", "kubeadm version -o json --output short"):
+        sim, real = pair.run(line)  # a repeated flag: cobra keeps the last one given
+        assert sim.stdout == real.stdout == f"v{pair.release}\n", line
     sim, real = pair.run("kubeadm version")
     shown = re.compile(r'GitVersion:"(v[^"]+)"')
     assert shown.findall(sim.stdout) == shown.findall(real.stdout) == [f"v{pair.release}"]

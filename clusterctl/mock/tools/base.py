@@ -112,8 +112,8 @@ def option_values(args: list[str], *names: str) -> Iterator[str]:
 
 
 def option(args: list[str], *names: str) -> str | None:
-    """The value of the first of ``names`` given (``--name VALUE`` or ``--name=VALUE``), or None."""
-    return next(option_values(args, *names), None)
+    """The value of ``names`` given last, or None: cobra tools (kubeadm, helm, etcdctl) keep a repeated flag's last."""
+    return next(reversed(list(option_values(args, *names))), None)
 
 
 def split_args(args: list[str], valued: Collection[str]) -> tuple[list[str], dict[str, str], set[str]]:

@@ -283,7 +283,7 @@ def _upload_certs(ctx: ToolContext) -> ToolResult:
 
 def _version_answer(ctx: ToolContext) -> ToolResult:
     """``kubeadm version [-o short|json|yaml]`` in the real kubeadm's three shapes."""
-    output = option(ctx.args, "-o") or option(ctx.args, "--output") or ""
+    output = option(ctx.args, "-o", "--output") or ""
     version = kubeadm_version(ctx)
     minor = str(minor_of(version))
     if output == "short":
