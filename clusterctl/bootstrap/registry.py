@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.bootstrap.phase import Phase
+from clusterctl.engine.run import select_phases as select
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,6 @@ def phase_named(name: str) -> Phase[Any]:
 
 def select_phases(only: str | None = None, skip: str | None = None) -> list[Phase[Any]]:
     """The phases of a run: one named phase (on-demand ones too), or all default phases minus ``--skip-phases``."""
-    from clusterctl.engine.run import select_phases as select
-
     loaded = _load()
     return select([p for p, default in loaded if default], only, skip, command="bootstrap",
                   on_demand=[p for p, default in loaded if not default])

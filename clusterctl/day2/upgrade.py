@@ -591,8 +591,6 @@ def _left_cordoned(place: RunPlace, nodes: Mapping[str, KubeNode]) -> frozenset[
         last = place.last_progress()
     except UsageError:  # a damaged progress file only matters to --resume, which says so
         return frozenset()
-    if last is None:
-        return frozenset()
     saved = last.run.get("cordoned_before")
     before = {str(n) for n in saved} if isinstance(saved, list) else set()
     return frozenset(nodes[host].name for host, phases in last.hosts.items()

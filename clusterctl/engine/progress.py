@@ -95,10 +95,9 @@ class RunPlace:
                              hint=f"Run '{first}' first (or pass the same --state-dir).")
         return ProgressStore.load(path, self.cluster, self.command) if resume else ProgressStore(path, self.cluster)
 
-    def last_progress(self) -> ProgressStore | None:
-        """The progress the last run left, if any (a damaged file is a ``UsageError``)."""
-        path = self.progress_path
-        return ProgressStore.load(path, self.cluster, self.command) if path.exists() else None
+    def last_progress(self) -> ProgressStore:
+        """The progress the last run left (empty when none did; a damaged file is a ``UsageError``)."""
+        return ProgressStore.load(self.progress_path, self.cluster, self.command)
 
     def journal(self, command: str) -> WriteAheadJournal:
         return WriteAheadJournal(command=command, folder=self.journal_dir, cluster=self.cluster, fleet=self.key)

@@ -331,21 +331,15 @@ class ProbeCollector:
             section.head_lines += run.count("\n") + 1
             section.head_bytes += size
             section.total += size
-            return
-        head_limit, tail_limit = self.head_limit, self.tail_limit
-        for line in run.split("\n"):
-            size = len(line) + 1
+        elif "\n" in run:  # the head is full, or would be: its lines one by one, the first few may still fit
+            for line in run.split("\n"):
+                self._keep(section, line)
+        else:
             section.total += size
-            if not section.tail and section.head_bytes + size <= head_limit:
-                section.head.append(line)
-                section.head_lines += 1
-                section.head_bytes += size
-                continue
-            tail = section.tail
-            tail.append(line)
+            section.tail.append(run)
             section.tail_bytes += size
-            while section.tail_bytes > tail_limit and len(tail) > 1:
-                gone = tail.popleft()
+            while section.tail_bytes > self.tail_limit and len(section.tail) > 1:
+                gone = section.tail.popleft()
                 section.tail_bytes -= len(gone) + 1
                 section.dropped += len(gone) + 1
 

@@ -248,7 +248,7 @@ def test_known_hosts_found_by_name_in_the_files_order_with_patterns_still_matche
     )
     known = KnownHosts(path)
     assert [e.line_no for e in known.entries_for("gpu-a1")] == [1, 2, 3]
-    assert [e.line_no for e in known.authorities_for("gpu-a1")] == [4]
+    assert [e.line_no for e in known.entries_for("gpu-a1", authorities=True)] == [4]
     assert [e.line_no for e in known.entries_for("10.0.0.11")] == [2]
     assert [e.line_no for e in known.entries_for("gpu-b9")] == []  # negated
     assert [e.line_no for e in known.entries_for("gpu-a2")] == [1]

@@ -187,7 +187,7 @@ def open_ssh(
             preferred = [t for t in options.key_types
                          if t in known_types or (t.startswith("rsa-sha2-") and "ssh-rsa" in known_types)]
             options.key_types = preferred + [t for t in options.key_types if t not in preferred]
-        elif policy.authorities_for(target.known_hosts_name()):
+        elif policy.entries_for(target.known_hosts_name(), authorities=True):
             # A CA vouches for this host: ask for its certificate first, as ssh does.
             # paramiko appends "<type>-cert-v01" variants after its plain list itself; listing
             # them first here puts them ahead (the doubled names it also derives match nothing).

@@ -118,20 +118,14 @@ class KnownHosts:
         for name in dict.fromkeys(entry.patterns):
             self._by_name.setdefault(name, []).append(entry)
 
-    def _lines_for(self, name: str) -> list[KnownHostLine]:
-        """Every line that matches ``name``, in the file's order."""
+    def entries_for(self, name: str, *, authorities: bool = False) -> list[KnownHostLine]:
+        """The lines that match ``name``, in the file's order: its keys (``@revoked`` ones too), or with
+        ``authorities`` its ``@cert-authority`` lines."""
         with self._lock:
             named = self._by_name.get(name, [])
             matched = [e for e in self._matched if e.matches(name)]
-        if not matched:
-            return list(named)
-        return sorted([*named, *matched], key=lambda e: e.line_no) if named else matched
-
-    def entries_for(self, name: str) -> list[KnownHostLine]:
-        return [e for e in self._lines_for(name) if e.marker != "@cert-authority"]
-
-    def authorities_for(self, name: str) -> list[KnownHostLine]:
-        return [e for e in self._lines_for(name) if e.marker == "@cert-authority"]
+        lines = sorted([*named, *matched], key=lambda e: e.line_no) if named and matched else named or matched
+        return [e for e in lines if (e.marker == "@cert-authority") == authorities]
 
     def add(self, name: str, key_type: str, key_base64: str) -> int:
         """Append ``name keytype key`` to the file (one writer at a time, across processes too)."""
@@ -205,11 +199,8 @@ class HostKeyPolicy:
     def files(self) -> tuple[KnownHosts, ...]:
         return self.user_files + self.global_files
 
-    def entries_for(self, name: str) -> list[tuple[KnownHosts, KnownHostLine]]:
-        return [(f, e) for f in self.files for e in f.entries_for(name)]
-
-    def authorities_for(self, name: str) -> list[tuple[KnownHosts, KnownHostLine]]:
-        return [(f, e) for f in self.files for e in f.authorities_for(name)]
+    def entries_for(self, name: str, *, authorities: bool = False) -> list[tuple[KnownHosts, KnownHostLine]]:
+        return [(f, e) for f in self.files for e in f.entries_for(name, authorities=authorities)]
 
     def describe_files(self) -> str:
         return ", ".join(str(f.path) for f in self.files) or "no known_hosts file (UserKnownHostsFile none)"
@@ -312,7 +303,7 @@ def _certificate_trusted(policy: HostKeyPolicy, target: SSHTarget, name: str, ce
                 f"{target.name}: the host certificate of {name} uses a key marked @revoked in "
                 f"{file.path}:{entry.line_no}",
             )
-    authorities = [(f, e) for f, e in policy.authorities_for(name) if e.key_base64 == cert.ca_base64]
+    authorities = [(f, e) for f, e in policy.entries_for(name, authorities=True) if e.key_base64 == cert.ca_base64]
     if not authorities:
         return False
     principal = target.host_key_alias or target.hostname
