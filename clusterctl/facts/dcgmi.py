@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import DcgmDiag, DcgmResult
-from clusterctl.facts.kube import load_json
+from clusterctl.facts.kube import json_member, load_json
 from clusterctl.facts.model import ParseWarning
 
 _WHAT = "dcgmi diag"
@@ -27,8 +27,6 @@ _GPU_LIST = re.compile(r"GPUs?:\s*([\d,\s]+)")
 _GPU_DETAIL = re.compile(r"^GPU\s?(\d+)\s*:\s*(.*)$")
 #: DCGM 4 names the GPU a warning or an info row is about in the name cell: ``| Warning: GPU0 | ... |``.
 _NOTE_FOR_GPU = re.compile(r"^(Warning|Info):\s*GPU\s?(\d+)$")
-_KINDS = {list: "a list", dict: "an object"}
-T = TypeVar("T", list[Any], dict[str, Any])
 _METADATA = {"DCGM Version": "dcgm_version", "Driver Version Detected": "driver_version",
              "GPU Device IDs Detected": "gpu_device_ids"}
 
@@ -65,20 +63,10 @@ def _gpu_of(result: dict[str, Any]) -> int | None:
     return None
 
 
-def _member(parent: dict[str, Any], key: str, kind: type[T]) -> T:
-    """``parent[key]``, a JSON list or object (none: empty); any other type is no dcgmi output, refused naming
-    the field (a value skipped would read as a test that passed)."""
-    value = parent.get(key)
-    if value is None:
-        return kind()
-    if not isinstance(value, kind):
-        raise ParseError(_WHAT, f"{key!r} is {type(value).__name__}, not {_KINDS[kind]}", line=1)
-    return value
-
-
 def _listed(parent: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """``parent[key]``, a JSON list (``_member``) of objects."""
-    items = _member(parent, key, list)
+    """``parent[key]``, a JSON list (``json_member``) of objects: a value of another type skipped would read as a
+    test that passed."""
+    items = json_member(_WHAT, parent, key, list, line=1)
     odd = next((type(item).__name__ for item in items if not isinstance(item, dict)), None)
     if odd is not None:
         raise ParseError(_WHAT, f"an item of {key!r} is {odd}, not an object", line=1)
@@ -89,7 +77,8 @@ def _info(result: dict[str, Any]) -> str:
     info = result.get("info") or ""
     parts = [str(item) for item in info] if isinstance(info, list) else [str(info)]  # 4.x: a list of messages
     for kind in ("warning", "error"):
-        parts += [str(item.get(kind) if isinstance(item, dict) else item) for item in _member(result, f"{kind}s", list)]
+        parts += [str(item.get(kind) if isinstance(item, dict) else item)
+                  for item in json_member(_WHAT, result, f"{kind}s", list, line=1)]
     return "; ".join(p.strip() for p in parts if p and p.strip())
 
 
@@ -113,17 +102,17 @@ def _parse_json(text: str) -> DcgmDiag:
                 else:
                     warnings.append(ParseWarning(f"test {name!r}: a result for {result['entity_group']!r} (not a "
                                                  "GPU) was not read"))
-            summary = _member(test, "test_summary", dict)
+            summary = json_member(_WHAT, test, "test_summary", dict, line=1)
             if summary and not test.get("results"):
                 results.append(DcgmResult(category_name, name, _status(str(summary.get("status", ""))), None,
                                           _info(summary)))
-    metadata: dict[str, Any] = _member(data, "metadata", dict)
+    metadata: dict[str, Any] = json_member(_WHAT, data, "metadata", dict, line=1)
     version = metadata.get("DCGM Version") or metadata.get("version") or body.get("version") or data.get("version")
     driver = metadata.get("Driver Version Detected") or body.get("Driver Version Detected") \
         or data.get("Driver Version Detected")
     # DCGM 3 lists the GPUs' device ids beside the diagnostic ("GPU Device IDs"); DCGM 4 under "entity_groups",
     # each GPU with its "device_id".
-    ids = _member(data, "GPU Device IDs", list) or [
+    ids = json_member(_WHAT, data, "GPU Device IDs", list, line=1) or [
         entity.get("device_id", "") for group in _listed(data, "entity_groups")
         if group.get("entity_group") == "GPU" for entity in _listed(group, "entities")]
     known = ("DCGM Version", "version", "Driver Version Detected")

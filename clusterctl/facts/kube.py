@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from clusterctl.errors import ParseError
 from clusterctl.json_input import syntax_error
+
+#: A JSON container type: what ``json_member`` returns.
+J = TypeVar("J", list[Any], dict[str, Any])
+_JSON_KINDS = {list: "a list", dict: "an object"}
 
 ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -30,6 +34,18 @@ def load_json(what: str, text: str) -> Any:
         lines = text.splitlines()
         raise ParseError(what, f"not JSON at {syntax_error(exc)}", line=exc.lineno,
                          text=lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None) from None
+
+
+def json_member(what: str, parent: dict[str, Any], key: str, kind: type[J], *, named: str | None = None,
+                line: int | None = None) -> J:
+    """``parent[key]``, a JSON list or object (absent or null: an empty one); any other type is a ``ParseError``
+    naming the field (``named``, else the key quoted): a value skipped would read as none there."""
+    value = parent.get(key)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise ParseError(what, f"{named or repr(key)} is {type(value).__name__}, not {_JSON_KINDS[kind]}", line=line)
+    return value
 
 
 def list_items(what: str, text: str) -> list[Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.kube import GPU_RESOURCE, kubectl, list_items, load_json, ready_condition, string_map
+from clusterctl.facts.kube import GPU_RESOURCE, json_member, kubectl, list_items, load_json, ready_condition, string_map
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 #: MIG instances, by profile, under the NVIDIA device plugin's ``migStrategy=mixed`` (``nvidia.com/mig-1g.10gb``);
@@ -137,21 +137,12 @@ def _node(what: str, data: dict[str, Any], where: str) -> KubeNode:
     name = metadata["name"]
 
     def member(parent: dict[str, Any], key: str) -> dict[str, Any]:
-        """``parent[key]`` (``{}`` where absent or null); anything but an object is an error naming the node
-        and the field."""
-        value = parent.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise ParseError(what, f"node {name}: {key} is {type(value).__name__}, not an object")
-        return value
+        """``parent[key]``, an object (``json_member``), an error naming the node and the field."""
+        return json_member(what, parent, key, dict, named=f"node {name}: {key}")
 
     spec, status = member(data, "spec"), member(data, "status")
-    raw_taints = spec.get("taints") or []
-    if not isinstance(raw_taints, list):
-        raise ParseError(what, f"node {name}: spec.taints is {type(raw_taints).__name__}, not a list")
     taints: list[Taint] = []
-    for index, item in enumerate(raw_taints):
+    for index, item in enumerate(json_member(what, spec, "taints", list, named=f"node {name}: spec.taints")):
         if not isinstance(item, dict) or not isinstance(item.get("key"), str) \
                 or not isinstance(item.get("effect"), str):
             raise ParseError(what, f"node {name}: spec.taints[{index}] has no key or effect")
@@ -207,13 +198,9 @@ def gpu_resources(what: str, where: str, resources: dict[str, Any]) -> dict[str,
     return counts
 
 
-def _gpus_of(what: str, where: str, field_name: str, containers: Any) -> list[int]:
-    if containers is None:
-        return []
-    if not isinstance(containers, list):
-        raise ParseError(what, f"{where}: spec.{field_name} is {type(containers).__name__}, not a list")
+def _gpus_of(what: str, where: str, field_name: str, spec: dict[str, Any]) -> list[int]:
     counts = []
-    for index, container in enumerate(containers):
+    for index, container in enumerate(json_member(what, spec, field_name, list, named=f"{where}: spec.{field_name}")):
         resources = container.get("resources") if isinstance(container, dict) else None
         asked = [gpu_resources(what, f"{where}: spec.{field_name}[{index}].resources.{kind}", values)
                  for kind in ("limits", "requests") if isinstance(resources, dict)
@@ -224,5 +211,5 @@ def _gpus_of(what: str, where: str, field_name: str, containers: Any) -> list[in
 
 def _gpus(what: str, where: str, spec: dict[str, Any]) -> int:
     """The pod's GPUs as the scheduler counts them: its containers' sum, or its largest init container's."""
-    return max(sum(_gpus_of(what, where, "containers", spec.get("containers"))),
-               max(_gpus_of(what, where, "initContainers", spec.get("initContainers")), default=0))
+    return max(sum(_gpus_of(what, where, "containers", spec)),
+               max(_gpus_of(what, where, "initContainers", spec), default=0))

@@ -9,6 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from clusterctl.facts.base import absent_reason
 from clusterctl.facts.node import apt_base, parse_os_release
 from clusterctl.facts.sections import (
     MARKER_FILES,
@@ -88,7 +89,7 @@ def parse_packages_probe(text: str) -> PackageFacts:
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
     release = sections.read("os-release", parse_os_release) if "=" in sections.text("os-release") else {}
     packages = sections.read("packages", parse_dpkg_query)
-    holds = sections.read("holds", parse_showhold) if "not found" not in sections.text("holds") else frozenset()
+    holds = frozenset() if absent_reason(sections.text("holds")) else sections.read("holds", parse_showhold)
     arch = sections.text("arch").strip()
     listing = sections.text("keyrings")
     keyrings = frozenset() if ls_failed(listing) else frozenset(

@@ -9,7 +9,13 @@ from clusterctl.bootstrap.apt_sources import chosen_repos, pin, sources_path, wa
 from clusterctl.bootstrap.phase import PhaseContext
 from clusterctl.bootstrap.phases.packages import Packages
 from clusterctl.changes import ChangeKind
-from clusterctl.facts.packages import InstalledPackage, PackageFacts, parse_dpkg_query, parse_showhold
+from clusterctl.facts.packages import (
+    InstalledPackage,
+    PackageFacts,
+    parse_dpkg_query,
+    parse_packages_probe,
+    parse_showhold,
+)
 from clusterctl.inventory.model import AptRepo, BootstrapConfig, Host, Inventory, StackPin
 from clusterctl.transport.local import LocalTransport
 
@@ -22,6 +28,12 @@ def test_dpkg_query_and_showhold_from_recorded_outputs() -> None:
     assert set(found) == {"containerd", "openssh-server"}
     assert found["containerd"].version == "1.6.20~ds1-1+deb12u3" and found["containerd"].installed
     assert parse_showhold((FIXTURES / "apt-mark-showhold-kube.txt").read_text()) == {"kubeadm", "kubectl", "kubelet"}
+
+
+def test_a_host_without_apt_mark_holds_nothing() -> None:
+    """The shell's words for a missing program are the facts package's one rule (``absent_reason``)."""
+    for said in ("sh: 1: apt-mark: not found", "bash: line 1: apt-mark: command not found", ""):
+        assert parse_packages_probe(f"@@clusterctl@@ holds\n{said}\n").holds == frozenset(), said
 
 
 def test_pins_follow_upstream_revisions_or_exact_debian_versions() -> None:
