@@ -66,10 +66,6 @@ class SavedNIC:
     ca_type: str | None = None
     netdevs: tuple[NetDevice, ...] = ()
 
-    @property
-    def up(self) -> bool:
-        return any(p.state == "PORT_ACTIVE" for p in self.ports)
-
 
 @dataclass(frozen=True)
 class SavedHost:
@@ -97,8 +93,6 @@ class SavedSurvey:
     inventory: str | None
     hosts: dict[str, SavedHost]
     findings: tuple[Finding, ...]
-    #: The whole JSON document, for fields not lifted into the classes above.
-    raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
 def _matrix_links(matrix: dict[str, Any] | None) -> dict[tuple[str, str], str]:
@@ -154,5 +148,5 @@ def survey_from_json(data: dict[str, Any]) -> SavedSurvey:
     """A report already in memory (a survey run just now, as ``report_to_json`` shaped it)."""
     hosts = {h["host"]: host_from_json(h) for h in data["hosts"]}
     return SavedSurvey(data["generated_at"], data.get("inventory"), hosts,
-                       tuple(Finding.from_json(f) for f in data["findings"]), data)
+                       tuple(Finding.from_json(f) for f in data["findings"]))
 

@@ -224,14 +224,14 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
             state = started[t.marker]
             if state.pid is None:
                 continue
+            log_path = shlex.quote(server_log_path(t.marker))
             try:
-                log = transport.run(f"cat {shlex.quote(server_log_path(t.marker))}", timeout=15)
+                log = transport.run(f"cat {log_path}", timeout=15)
                 state.server_output = log.stdout
             except TransportError as exc:
                 errors.append(str(exc))
             finally:
                 try:
-                    log_path = shlex.quote(server_log_path(t.marker))
                     transport.run(f"{_sudo(opts, f'kill {state.pid}')} 2>/dev/null; rm -f {log_path}; true", timeout=15)
                 except TransportError as exc:
                     errors.append(f"could not kill server PID {state.pid}: {exc}")

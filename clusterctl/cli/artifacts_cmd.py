@@ -136,8 +136,7 @@ def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | No
         rows.append(row)
     print_table(app.console, columns, rows,
                 title=f"artifacts of cluster {found.cluster} (Kubernetes {found.kubernetes})")
-    counts = {kind: len(found.of_kind(kind)) for kind in LIST_FILES}
-    app.say(", ".join(f"{n} {k}(s)" for k, n in counts.items()), soft_wrap=False)
+    app.say(", ".join(f"{len(found.of_kind(kind))} {kind}(s)" for kind in LIST_FILES), soft_wrap=False)
     for note in found.notes:
         app.note(note)
     if results is not None:

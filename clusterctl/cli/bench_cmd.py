@@ -360,10 +360,9 @@ def compare_command(
         style = {"faster": "green", "slower": "red", "gone": "yellow", "new": "cyan"}
         # What moved is listed; what did not is counted (a 120-link run that held its figures
         # is one line, not 120 "unchanged" rows). -o json has every figure.
-        moved = [c for c in changes if c.verdict != "unchanged"]
         rows = [(c.key, _fmt(c.before, c.unit), _fmt(c.after, c.unit),
                  f"{(c.ratio - 1):+.0%}" if c.ratio is not None else "-", Text(c.verdict, style=style[c.verdict]))
-                for c in moved]
+                for c in changes if c.verdict != "unchanged"]
         if rows:
             print_table(app.console, (Column("what", keep=True), Column("before", keep=True),
                                       Column("after", keep=True), Column("change", keep=True),

@@ -82,8 +82,7 @@ def dashboards_command(
         from clusterctl.dashboards.render import write
 
         written = write(rendered, Path(out).expanduser())
-    payload = _payload(inputs, rendered, written)
-    app.emit(payload, lambda: _table(app, inputs, rendered, written))
+    app.emit(_payload(inputs, rendered, written), lambda: _table(app, inputs, rendered, written))
 
 
 def _checked_namespace(name: str) -> str:

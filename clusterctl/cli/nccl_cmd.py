@@ -103,8 +103,7 @@ def lint_command(
                              gpu_nic_links=gpu_nic_links, torch_version=torch_version)
     findings = sorted(findings + about_sources,
                       key=lambda f: (f.file or "", f.line or 0, f.severity.rank, f.subject or "", f.code))
-    counts = count_by_severity(findings)
-    summary: dict[str, object] = {**counts, "settings": len(settings), "files": files,
+    summary: dict[str, object] = {**count_by_severity(findings), "settings": len(settings), "files": files,
                                   "nccl_version": nccl_version, "fabric": fabric}
     if unreadable:
         summary["unreadable"] = unreadable

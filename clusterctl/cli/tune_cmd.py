@@ -151,8 +151,7 @@ def _print_table(app: AppContext, outcome: TuneOutcome, out: str | None, *, dry_
     # The variable (with the host an override is for) and its value are copied: never cut. The
     # reason wraps, and goes first when even that does not fit (each row then prints as a block).
     columns = (Column("variable", keep=True), Column("value", keep=True), Column("reason"))
-    settings = list(tuning.settings) + (list(measured.settings) if measured else [])
-    rows = [(s.name, s.value, s.reason) for s in settings]
+    rows = [(s.name, s.value, s.reason) for s in (*tuning.settings, *(measured.settings if measured else ()))]
     for host, own in sorted(tuning.host_overrides.items()):
         rows.extend((f"{s.name} @{host}", s.value, s.reason) for s in own)
     if rows:

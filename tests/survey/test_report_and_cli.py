@@ -68,7 +68,7 @@ def test_saved_report_loads_back_and_other_versions_are_refused(tmp_path: Path) 
     saved = load_saved_survey(path)
     assert sorted(saved.hosts) == ["gpu-0", "gpu-1", "gpu-2"]
     assert saved.hosts["gpu-0"].gpus[1].nearest_nics == ("mlx5_1",)
-    assert saved.hosts["gpu-0"].nics[0].up
+    assert saved.hosts["gpu-0"].nics[0].ports[0].state == "PORT_ACTIVE"
     data = json.loads(path.read_text())
     data["schema_version"] = 3
     path.write_text(json.dumps(data))
