@@ -425,10 +425,11 @@ class Gate:
         journal that ``clusterctl undo`` completes. Once the run is ``interrupted`` the block's own
         connection is being closed: the clean-up is then left to ``clean_up_left`` on a fresh one.
         """
+        summary = setup[-1].summary if setup else "temporary change"
         if self.apply and self._stopping():  # a worker that has not seen the interrupt yet: start nothing
             raise TransportError(FailureKind.INTERRUPTED, f"{transport.host.name}: not made, the run is stopping: "
-                                 + (setup[-1].summary if setup else "temporary change"))
-        left = self._set_aside(transport.host.name, setup, cleanup) if self.apply else None
+                                 + summary)
+        left = self._set_aside(transport.host.name, summary, cleanup) if self.apply else None
         try:
             yield [self.submit(transport, change, temporary=True) for change in setup]
         except BaseException:
@@ -444,9 +445,8 @@ class Gate:
     def _stopping(self) -> bool:
         return self.interrupted is not None and self.interrupted.is_set()
 
-    def _set_aside(self, host: str, setup: Sequence[Change], cleanup: Sequence[Change]) -> Temporary:
+    def _set_aside(self, host: str, summary: str, cleanup: Sequence[Change]) -> Temporary:
         """Keep (and journal, before it is made) a temporary change about to be set up."""
-        summary = setup[-1].summary if setup else "temporary change"
         entry = None
         if self.log is not None:
             undo = _cleanup_command(cleanup)

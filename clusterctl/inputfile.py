@@ -47,17 +47,14 @@ def read_text_input(source: str, kind: str, *, what: str = "") -> tuple[str, str
         return decode_input(text, "<stdin>", what), "<stdin>"
     try:
         info = os.stat(source)
-    except FileNotFoundError:
-        raise UsageError("no such file.", file=source) from None
-    except OSError as exc:
-        raise UsageError(f"cannot read: {exc.strerror}.", file=source) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise UsageError("is a folder, not a file; name the file inside it.", file=source)
-    if stat.S_ISREG(info.st_mode) and info.st_size > limit:
-        raise _too_big(source, kind, limit)
-    try:
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError("is a folder, not a file; name the file inside it.", file=source)
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise _too_big(source, kind, limit)
         with open(source, "rb") as handle:
             data = _read_capped(handle, limit, source, kind)
+    except FileNotFoundError:
+        raise UsageError("no such file.", file=source) from None
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}.", file=source) from None
     return decode_input(data, source, what), source

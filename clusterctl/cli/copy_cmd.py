@@ -54,9 +54,9 @@ def copy_command(
         except ValueError:
             raise UsageError(f"--mode takes an octal mode such as 644, got {mode!r}") from None
     read_source(source)  # a missing or unreadable SRC stops here, before any host is touched
-    remote_path(source, dest)
+    path = remote_path(source, dest)
     hosts = app.hosts()
-    confirm_change(f"write {remote_path(source, dest)}", [h.name for h in hosts], yes=yes, dry_run=dry_run,
+    confirm_change(f"write {path}", [h.name for h in hosts], yes=yes, dry_run=dry_run,
                    preview=f"clusterctl copy --dry-run {source} {dest}")
     request = CopyRequest(source=source, dest=dest, mode=file_mode, sudo=sudo, dry_run=dry_run, state_dir=state_dir)
     with app.runner() as runner:
@@ -67,7 +67,7 @@ def copy_command(
         print_gate_outcomes(app, fleet)
         say_run_end(app, dry_run=dry_run, journal=journal, err=True)
 
-    app.emit({"source": source, "dest": remote_path(source, dest), "dry_run": dry_run, "hosts": records,
+    app.emit({"source": source, "dest": path, "dry_run": dry_run, "hosts": records,
               "undo_journal": str(journal) if journal else None}, table)
     print_failures(app, fleet)  # on stderr, after the output in every format
     if not fleet.ok:

@@ -69,9 +69,7 @@ def exec_command(
         raise UsageError("exec needs a command, e.g. clusterctl exec -- uname -r")
     if stream and out_dir:
         raise UsageError("--stream and --out-dir exclude each other: print the lines, or write them to files.")
-    folder = None
-    if out_dir is not None:
-        folder = writable_dir(out_dir, "--out-dir")
+    folder = writable_dir(out_dir, "--out-dir") if out_dir is not None else None
     hosts = app.hosts()
     streamer = _Streamer() if stream and not app.machine_output else None
     try:

@@ -78,20 +78,15 @@ def _same_endpoint(hosts: tuple[Host, ...]) -> list[str]:
 
 
 def _thresholds(hosts: tuple[Host, ...]) -> list[str]:
-    warnings = []
-    inverted_latency = [h.name for h in hosts if h.fabric.latency_warn_us > h.fabric.latency_error_us]
-    if inverted_latency:
-        warnings.append(
-            f"latency_warn_us is above latency_error_us on {first_few(inverted_latency, 8, ', ')}: "
-            "every slow link would be an error before it could be a warning."
-        )
-    inverted_rack = [h.name for h in hosts if h.fabric.within_rack_min < h.fabric.across_racks_min]
-    if inverted_rack:
-        warnings.append(
-            f"within_rack_min is below across_racks_min on {first_few(inverted_rack, 8, ', ')}: links inside a rack "
-            "usually must be faster than links across racks."
-        )
-    return warnings
+    inverted = (
+        ([h.name for h in hosts if h.fabric.latency_warn_us > h.fabric.latency_error_us],
+         "latency_warn_us is above latency_error_us on {}: every slow link would be an error before it could be a "
+         "warning."),
+        ([h.name for h in hosts if h.fabric.within_rack_min < h.fabric.across_racks_min],
+         "within_rack_min is below across_racks_min on {}: links inside a rack usually must be faster than links "
+         "across racks."),
+    )
+    return [said.format(first_few(names, 8, ", ")) for names, said in inverted if names]
 
 
 def _stack_disagreements(hosts: tuple[Host, ...]) -> list[str]:

@@ -121,19 +121,11 @@ def by_rule(check: Callable[[Any, str], T], value: Any, where: str) -> T:
         raise UsageError(exc.message, field=where, hint=exc.hint) from None
 
 
-def url_setting(value: Any, where: str) -> str:
-    return by_rule(values.url, value, where)
-
-
 def registry_setting(value: Any, where: str) -> str:
     text = text_setting(value, where).rstrip("/")
     if not _REGISTRY.match(text):
         raise UsageError(f"{text!r} is not a registry such as registry.example.internal:5000/mirror.", field=where)
     return text
-
-
-def subnet_setting(value: Any, where: str) -> str:
-    return by_rule(values.subnet, value, where)
 
 
 def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
@@ -218,7 +210,7 @@ def check_network(section: Any, where: str) -> NetworkSettings:
         version = "v" + version
     base = pin.manifest_base.replace(pin.version, version)
     if "manifest_mirror" in data:
-        base = url_setting(data["manifest_mirror"], f"{where}.manifest_mirror")
+        base = by_rule(values.url, data["manifest_mirror"], f"{where}.manifest_mirror")
     registry = _optional_registry(data, where)
     return NetworkSettings(cni, version, base, registry)
 
@@ -237,7 +229,7 @@ def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
         if "version" in body:
             chart = replace(chart, version=_release(body["version"], f"{sub}.version"))
         if "repository" in body:
-            chart = replace(chart, repository=url_setting(body["repository"], f"{sub}.repository"))
+            chart = replace(chart, repository=by_rule(values.url, body["repository"], f"{sub}.repository"))
         if "archive" in body:
             archive = text_setting(body["archive"], f"{sub}.archive")
             if not archive.endswith(".tgz"):

@@ -74,22 +74,16 @@ def cordon(cp: str, node: KubeNode, on: bool = True) -> list[Change]:
 
 def annotate(cp: str, node: KubeNode, wanted: Mapping[str, str | None]) -> list[Change]:
     """Set (value) or remove (None) annotations; one command, its undo restoring every previous value."""
-    sets: list[str] = []
-    restores: list[str] = []
-    keys: list[str] = []
-    for key, value in wanted.items():
-        before = node.annotations.get(key)
-        if before == value:
-            continue
-        keys.append(key)
-        sets.append(f"{key}-" if value is None else f"{key}={value}")
-        restores.append(f"{key}-" if before is None else f"{key}={before}")
-    if not sets:
+    def argument(key: str, value: str | None) -> str:  # kubectl annotate's: KEY- removes, KEY=VALUE sets
+        return shlex.quote(f"{key}-" if value is None else f"{key}={value}")
+
+    before = {key: was for key, value in wanted.items() if (was := node.annotations.get(key)) != value}
+    if not before:
         return []
-    words = " ".join(shlex.quote(s) for s in sets)
-    back = " ".join(shlex.quote(s) for s in restores)
+    words = " ".join(argument(key, wanted[key]) for key in before)
+    back = " ".join(argument(key, was) for key, was in before.items())
     verb = "annotate" if any(v is not None for v in wanted.values()) else "remove the annotations of"
-    shown = ", ".join(k.removeprefix("clusterctl.dev/") for k in keys)
+    shown = ", ".join(k.removeprefix("clusterctl.dev/") for k in before)
     return [Change.run(cp, kubectl(f"annotate --overwrite node {shlex.quote(node.name)} {words}"),
                        summary=f"{verb} node {node.name} ({shown})",
                        undo=kubectl(f"annotate --overwrite node {shlex.quote(node.name)} {back}"), timeout_s=60,

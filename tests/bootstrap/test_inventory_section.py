@@ -95,12 +95,13 @@ def test_the_same_mistake_is_the_same_sentence_in_every_section(
 
 def test_a_subnet_is_refused_in_the_same_words_where_the_cluster_phases_check_it_again(tmp_path: Path) -> None:
     from clusterctl.errors import UsageError
-    from clusterctl.inventory.cluster_sections import subnet_setting
+    from clusterctl.inventory import values
+    from clusterctl.inventory.cluster_sections import by_rule
 
     with pytest.raises(InventoryError) as read:
         load(tmp_path, "bootstrap:\n  pod_subnet: 10.244.0.0/33\n")
     with pytest.raises(UsageError) as rechecked:
-        subnet_setting("10.244.0.0/33", "bootstrap.pod_subnet")
+        by_rule(values.subnet, "10.244.0.0/33", "bootstrap.pod_subnet")
     assert read.value.message == rechecked.value.message == \
         "pod_subnet is not a network in CIDR form: '10.244.0.0/33' does not appear to be an IPv4 or IPv6 network."
     assert read.value.hint == rechecked.value.hint == "Write it like 10.244.0.0/16."

@@ -50,6 +50,10 @@ def test_dpkg_query_and_apt_mark_answer_like_debian(cluster: Path) -> None:
     assert (missing.exit_code, missing.stderr) == (1, "dpkg-query: no packages found matching nosuchpkg\n")
     abbrev = t.run("dpkg-query -W -f='${db:Status-Abbrev} ${Version}\\n' containerd")
     assert abbrev.stdout == "ii  1.7.24-0ubuntu1~24.04.2\n"
+    # A short option's value may follow it, after one '=' (dpkg 1.21 on Debian 12 printed '=Z' and 'Y1.21.23').
+    assert t.run("dpkg-query -W -f==Z containerd").stdout == "=Z"
+    assert t.run("dpkg-query -W -fY'${Version}' --showformat '${Version}' containerd").stdout == \
+        "1.7.24-0ubuntu1~24.04.2"
     # Held, as real dpkg-query says it (tests/fixtures/apt/dpkg-query-held-debian12.txt): 'hi', not 'ii'.
     assert t.run("apt-mark hold containerd").ok
     assert t.run("dpkg-query -W -f='${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' containerd").stdout == \

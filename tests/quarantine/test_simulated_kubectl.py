@@ -142,3 +142,11 @@ def test_a_missing_or_unreadable_file_is_refused_before_any_server_is_asked(sim:
         assert sim.kubectl(args) == (1, "", said), args
     code, out, err = sim.sh("kubectl create -f /tmp/bad.yaml")
     assert (code, out) == (1, "") and err.startswith("error: error parsing /tmp/bad.yaml: error converting YAML")
+
+
+def test_a_short_option_takes_its_value_attached_as_in_the_real_kubectl(sim: KubeSim) -> None:
+    """kubectl's flag parser (pflag) reads ``-nNS`` and ``-n=NS`` as ``-n NS`` (the real kubectl 1.37.2's
+    ``create configmap c -nfoo --dry-run=client -ojson`` put it in namespace foo)."""
+    for namespace in ("-nkube-system", "-n=kube-system"):
+        assert sim.kubectl(f"rollout status daemonset/kube-proxy {namespace}") == \
+            (0, 'daemon set "kube-proxy" successfully rolled out\n', ""), namespace

@@ -17,18 +17,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.errors import UsageError
+from clusterctl.inventory import values
 from clusterctl.inventory.cluster_sections import (
     SITE_CNI_POD_SUBNET,
     SITE_OWN,
     AddonSettings,
     AlertSettings,
     NetworkSettings,
+    by_rule,
     check_addons,
     check_alerts,
     check_network,
     endpoint_setting,
     registry_setting,
-    subnet_setting,
     text_setting,
 )
 from clusterctl.inventory.pins import CNI_PINS, KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
@@ -135,10 +136,10 @@ def settings_from_mapping(
         cp = endpoint_setting(first_control_plane, "hosts (the first control-plane host's address)")
     else:
         raise UsageError("no control-plane host: give one host the control-plane role.", field="hosts")
-    pod = subnet_setting(data["pod_subnet"], f"{where}.pod_subnet") if data.get("pod_subnet") else \
+    pod = by_rule(values.subnet, data["pod_subnet"], f"{where}.pod_subnet") if data.get("pod_subnet") else \
         CNI_PINS[network.cni].default_pod_subnet if network.cni in CNI_PINS else SITE_CNI_POD_SUBNET
-    service = subnet_setting(data["service_subnet"], f"{where}.service_subnet") if data.get("service_subnet") \
-        else "10.96.0.0/12"
+    service = by_rule(values.subnet, data["service_subnet"], f"{where}.service_subnet") \
+        if data.get("service_subnet") else "10.96.0.0/12"
     pod_net, svc_net = ipaddress.ip_network(pod), ipaddress.ip_network(service)
     if pod_net.version == svc_net.version and pod_net.overlaps(svc_net):
         raise UsageError(f"pod subnet {pod} overlaps service subnet {service}.", field=f"{where}.pod_subnet",

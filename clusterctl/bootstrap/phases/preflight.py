@@ -57,10 +57,6 @@ def os_unsupported(ctx: PhaseContext, os_id: str | None, base: str | None, coden
                     "then not written).")]
 
 
-class PreflightFailed(ClusterctlError):
-    pass
-
-
 class Preflight(Phase[NodeFacts]):
     name = "preflight"
     description = "read-only checks: OS, swap, ports, unique names, time, CPU/memory, driver, GPUs, disk"
@@ -73,7 +69,7 @@ class Preflight(Phase[NodeFacts]):
     def check(self, ctx: PhaseContext) -> NodeFacts:
         result = ctx.reader.run(NODE_FACTS.command, sudo=NODE_FACTS.sudo)
         if result.exit_code == 127 and not result.stdout:
-            raise PreflightFailed(f"cannot run the preflight probe: {result.stderr_tail(2)}")
+            raise ClusterctlError(f"cannot run the preflight probe: {result.stderr_tail(2)}")
         return NODE_FACTS.parse(result.stdout)
 
     def findings(self, ctx: PhaseContext, state: NodeFacts) -> list[Finding]:

@@ -100,15 +100,23 @@ def each(items: Iterable[_Item], answer: Callable[[_Item], ToolResult]) -> ToolR
                       max((a.exit_code for a in answers), default=0))
 
 
+def _attached(arg: str, name: str) -> str | None:
+    """The value ``arg`` carries for ``name``: ``--name=VALUE``, or ``-nVALUE`` and ``-n=VALUE`` for a short
+    name (pflag and dpkg drop that one '=': ``-f==Z`` is ``=Z``); None when it carries none."""
+    if arg.startswith(name + "=") or (len(name) == 2 and arg.startswith(name) and arg != name):
+        return arg[len(name):].removeprefix("=")
+    return None
+
+
 def option_values(args: list[str], *names: str) -> Iterator[str]:
-    """Each value of ``names`` given, in order (``--name VALUE`` or ``--name=VALUE``, as cobra reads
+    """Each value of ``names`` given, in order (``--name VALUE`` or attached, as cobra reads
     them): a repeated slice flag (kubeadm's ``--skip-phases``) gives every one of its values."""
     for i, arg in enumerate(args):
         for name in names:
             if arg == name and i + 1 < len(args):
                 yield args[i + 1]
-            if arg.startswith(name + "="):
-                yield arg.split("=", 1)[1]
+            elif (value := _attached(arg, name)) is not None:
+                yield value
 
 
 def option(args: list[str], *names: str) -> str | None:
@@ -117,8 +125,9 @@ def option(args: list[str], *names: str) -> str | None:
 
 
 def split_args(args: list[str], valued: Collection[str]) -> tuple[list[str], dict[str, str], set[str]]:
-    """``args`` as its words (``-`` among them), its options with a value (``--name=VALUE``, or a name of
-    ``valued`` and the word after it: ``--config FILE``) and its bare flags."""
+    """``args`` as its words (``-`` among them), its options with a value (``--name=VALUE``, a name of
+    ``valued`` and the word after it: ``--config FILE``, or a short one of them attached: ``-nNS``) and its
+    bare flags."""
     words: list[str] = []
     options: dict[str, str] = {}
     flags: set[str] = set()
@@ -131,6 +140,8 @@ def split_args(args: list[str], valued: Collection[str]) -> tuple[list[str], dic
         elif arg in valued and i + 1 < len(args):
             options[arg] = args[i + 1]
             i += 1
+        elif arg[:2] in valued and (attached := _attached(arg, arg[:2])) is not None:
+            options[arg[:2]] = attached
         elif arg.startswith("-") and arg != "-":
             flags.add(arg)
         else:

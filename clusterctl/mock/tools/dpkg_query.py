@@ -12,9 +12,10 @@ import fnmatch
 import re
 
 from clusterctl.mock.tools import packages as db
-from clusterctl.mock.tools.base import ToolContext, ToolResult, each
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each, option, split_args
 
 DEFAULT_FORMAT = "${binary:Package}\\t${Version}\\n"
+FORMAT_OPTIONS = ("-f", "--showformat")
 
 
 def _fields(name: str, version: str, held: bool) -> dict[str, str]:
@@ -33,25 +34,10 @@ def _format(fmt: str, fields: dict[str, str]) -> str:
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    fmt = DEFAULT_FORMAT
-    mode = None
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg in ("-W", "--show"):
-            mode = "show"
-        elif arg in ("-s", "--status"):
-            mode = "status"
-        elif arg in ("-f", "--showformat") and i + 1 < len(args):
-            fmt = args[i + 1]
-            i += 1
-        elif arg.startswith(("-f", "--showformat=")):
-            fmt = arg.split("=", 1)[1] if arg.startswith("--") else arg[2:].lstrip("=")
-        else:
-            names.append(arg)
-        i += 1
+    names, _, flags = split_args(ctx.args, FORMAT_OPTIONS)
+    fmt = option(ctx.args, *FORMAT_OPTIONS)
+    fmt = DEFAULT_FORMAT if fmt is None else fmt
+    mode = "status" if flags & {"-s", "--status"} else "show" if flags & {"-W", "--show"} else None
     if fmt == "":
         return ToolResult("", "dpkg-query: error in show format: may not be empty string\n", 1)
     if mode is None:
