@@ -5,7 +5,7 @@ under ``<state dir>/undo/`` (``undo_journal.WriteAheadJournal``): each file it w
 of what it wrote, the backup of what it replaced, or the fact that the file was new), each command
 with its undo, and what a change made beyond its file (``Change.makes``: a package installed that
 was absent, a kubeadm node, an etcd member, the CNI, a folder). Reset reads those of the same fleet
-(cluster name and ``progress.fleet_key``, so a same-named host of another inventory is never taken
+(cluster name and ``RunPlace.key``, so a same-named host of another inventory is never taken
 for this one) that no earlier reset or undo used on the host. A host that no journal of the fleet
 names was bootstrapped by an older clusterctl (journals before version 2 record no fleet and no
 ``makes``) or with another ``--state-dir``: reset falls back to known names there, and says so.

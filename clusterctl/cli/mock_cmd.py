@@ -9,7 +9,6 @@ from clusterctl.errors import UsageError
 from clusterctl.mock.admin import mock_hosts, summaries
 from clusterctl.mock.admin import reset as reset_state
 from clusterctl.mock.admin import set_values as set_state
-from clusterctl.mock.state import HostState, MockCluster
 from clusterctl.terminal_layout import Column, print_table
 from clusterctl.terminal_text import visible
 
@@ -122,16 +121,12 @@ Example:
   clusterctl -i inventories/demo.yaml mock timers
 """)
 def timers(ctx: typer.Context) -> None:
-    from clusterctl.mock.timers import due
+    from clusterctl.agent.bundle import BUNDLE_PATH, PYTHON
+    from clusterctl.agent.main import main as agent_main
+    from clusterctl.mock.timers import fire
 
     app = app_context(ctx)
-    results = []
-    for host in mock_hosts(app.hosts()):
-        state = MockCluster(str(host.mock_state)).host(host.name)
-        for run in due(state):
-            code, output = (1, run.problem) if run.problem else _start_service(host, state, list(run.argv))
-            results.append({"host": host.name, "timer": run.timer, "service": run.service,
-                            "exit_code": code, "output": output})
+    results = fire(app.hosts(), (PYTHON, BUNDLE_PATH), agent_main)
 
     def table() -> None:
         for item in results:
@@ -143,35 +138,3 @@ def timers(ctx: typer.Context) -> None:
 
     app.emit({"runs": results}, table, failed=any(item["exit_code"] for item in results))
 
-
-def _start_service(host: object, state: object, argv: list[str]) -> tuple[int, str]:
-    """Run one ExecStart on the mock host: the node agent's bundle runs as the agent with the host as its
-    own machine (its commands answered by that host); any other line runs in the host's shell."""
-    import contextlib
-    import io
-    import shlex
-    import zipfile
-
-    from clusterctl.agent.bundle import BUNDLE_PATH, PYTHON
-    from clusterctl.inventory.model import Host
-    from clusterctl.transport.factory import ConnectOptions, make_connector
-
-    assert isinstance(host, Host) and isinstance(state, HostState)
-    connect = make_connector(ConnectOptions())
-    if argv[:2] == [PYTHON, BUNDLE_PATH]:
-        bundle = state.fs.read(BUNDLE_PATH)
-        if bundle is None:
-            return 203, f"{PYTHON}: can't open file '{BUNDLE_PATH}': [Errno 2] No such file or directory"
-        try:
-            zipfile.ZipFile(io.BytesIO(bundle)).getinfo("clusterctl/agent/main.py")
-        except (zipfile.BadZipFile, KeyError):
-            return 1, f"{PYTHON}: {BUNDLE_PATH} is not clusterctl's node bundle"
-        from clusterctl.agent.main import main
-
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = main(argv[2:], transport=lambda: connect(host, 60.0))
-        return code, out.getvalue()
-    with connect(host, 60.0) as transport:
-        result = transport.run(shlex.join(argv), sudo=True, timeout=300)
-    return result.exit_code, result.stdout + result.stderr

@@ -16,7 +16,6 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,12 +38,6 @@ DONE = ("ok", "changed")
 INTERRUPTED = "interrupted"
 
 
-def fleet_key(fleet: Sequence[str]) -> str:
-    """A short digest of what identifies a fleet (the inventory file, the mock hosts' state folders):
-    the progress file's name and the undo journals' ``fleet`` carry it."""
-    return hashlib.sha256("\0".join(fleet).encode()).hexdigest()[:10]
-
-
 @dataclass(frozen=True)
 class RunPlace:
     """Where one command's runs on one fleet keep their progress (``--resume``) and undo journals."""
@@ -65,7 +58,8 @@ class RunPlace:
 
     @property
     def key(self) -> str:
-        return fleet_key(self.fleet)
+        """A short digest of ``fleet``: the progress file's name and the undo journals' ``fleet`` carry it."""
+        return hashlib.sha256("\0".join(self.fleet).encode()).hexdigest()[:10]
 
     @property
     def progress_path(self) -> Path:
