@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
+from clusterctl.facts.base import absent_reason
 from clusterctl.facts.sections import MARKER_FILES, file_sections, files_read, section_command, split_sections
 from clusterctl.facts.table import cells_under_header, numbered_lines, rows_under_header
 
@@ -92,13 +93,10 @@ def kernel_probe(sysctl_keys: tuple[str, ...], files: tuple[str, ...]) -> str:
 
 def parse_kernel_probe(text: str) -> KernelFacts:
     sections = split_sections(text, _WHAT, marker=MARKER_FILES)
-    missing: dict[str, str] = {}
-    modules: tuple[str, ...] | None = None
     listing = sections.text("modules")
-    if re.search(r"not found|could not open", listing):
-        missing["modules"] = listing.strip().splitlines()[-1]
-    elif "modules" in sections:
-        modules = sections.read("modules", parse_lsmod)
+    # kmod's own failure (a container without /proc/modules: "could not open /proc/modules") lists none either.
+    why = absent_reason(listing) or (listing.strip().splitlines()[-1] if "could not open" in listing else None)
+    modules = None if why else sections.read("modules", parse_lsmod)
     values, gone = sections.read("sysctl", parse_sysctl)  # an absent section reads as empty: nothing set
     return KernelFacts(modules, values, gone, sections.read("swaps", parse_swapon_show), files_read(sections),
-                       missing)
+                       {"modules": why} if why else {})

@@ -86,6 +86,14 @@ def test_probe_output_is_split_back() -> None:
     assert facts.files == {"/etc/fstab": "# empty\n", "/etc/sysctl.d/99-clusterctl-kubernetes.conf": None}
 
 
+def test_a_host_without_lsmod_is_warned_about_in_the_words_every_reader_uses() -> None:
+    """The shell's ``sh: 1: lsmod: not found`` was shown as it came; the facts package's one rule names it."""
+    state = parse_kernel_probe("@@clusterctl@@ modules\nsh: 1: lsmod: not found\n@@clusterctl@@ swaps\n")
+    (finding,) = Kernel().findings(ctx(), state)
+    assert (finding.code, state.modules) == ("KERNEL_MODULES_UNKNOWN", None)
+    assert finding.message.startswith("cannot list kernel modules (lsmod: command not found)")
+
+
 def test_a_missing_file_is_missing_when_cat_names_itself_by_its_full_path() -> None:
     """sudo's secure_path or a wrapper runs ``/usr/bin/cat``, and GNU cat names itself as called (seen
     over the isolated sshd hosts): the file is missing, not empty, or the journal would call a file
