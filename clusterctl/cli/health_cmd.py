@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
-from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
+from clusterctl.cli.context import DELETE_EMPTYDIR_DATA, STATE_DIR, AppContext, app_context
 from clusterctl.errors import UsageError
 from clusterctl.terminal_text import one_line
 
