@@ -107,6 +107,9 @@ def health_command(
     from clusterctl.health.run import run_health
 
     options = HealthOptions(level=level, since=since or "24h", probe_timeout_s=probe_timeout, force=force)
+    if local and (quarantine or yes or max_unavailable or dry_run or delete_emptydir_data):
+        raise UsageError("--local checks this machine alone: it takes no --quarantine (nor --yes, --dry-run, "
+                         "--max-unavailable or --delete-emptydir-data)")
     if local:
         inventory_name = app.inventory().name if app.inventory_path else None
         with app.runner() as runner:
