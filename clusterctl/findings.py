@@ -107,10 +107,8 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 def count_by_severity(findings: Iterable[Finding]) -> dict[str, int]:
     """``{"error": n, "warning": n, "info": n}``, every severity present."""
-    counts = {s.value: 0 for s in Severity}
-    for f in findings:
-        counts[f.severity.value] += 1
-    return counts
+    severities = [f.severity for f in findings]
+    return {s.value: severities.count(s) for s in Severity}
 
 
 def fails(findings: Iterable[Finding], *, strict: bool = False) -> bool:

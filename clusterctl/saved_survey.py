@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.facts.model import NetDevice
+from clusterctl.facts.model import NetDevice, RDMAPort
 from clusterctl.findings import Finding
 from clusterctl.json_input import matching, read_json, versioned
 
@@ -44,22 +44,14 @@ class SavedGPU:
 
 
 @dataclass(frozen=True)
-class SavedPort:
-    port: int
-    state: str
-    link_layer: str
-    rate_gbps: float | None
-    roce_v2_gid_index: int | None
-
-
-@dataclass(frozen=True)
 class SavedNIC:
     name: str
     numa_node: str | None
     nearest_gpus: tuple[int, ...]
     #: True for NICs that carry GPU traffic (inventory's HCA list, else NICs near GPUs).
     fabric: bool
-    ports: tuple[SavedPort, ...]
+    #: As the survey read them (``RDMAPort.to_json`` wrote them).
+    ports: tuple[RDMAPort, ...]
     #: Its row and column in the host's ``matrix``.
     label: str | None = None
     board_id: str | None = None
@@ -118,8 +110,10 @@ def host_from_json(data: dict[str, Any]) -> SavedHost:
                             g.get("nic_link")) for g in data.get("gpus", [])),
         nics=tuple(
             SavedNIC(n["name"], n.get("numa_node"), tuple(n.get("nearest_gpus", [])), bool(n.get("fabric")),
-                     tuple(SavedPort(p["port"], p["state"], p["link_layer"], p.get("rate_gbps"),
-                                     p.get("roce_v2_gid_index")) for p in n.get("ports", [])),
+                     tuple(RDMAPort(p["port"], p["state"], p.get("phys_state"), p["link_layer"], p.get("rate_gbps"),
+                                    p.get("active_width"), p.get("active_speed"), p.get("roce_v2_gid_index"),
+                                    tuple((g["index"], g["gid"], g["type"]) for g in p.get("gids", [])))
+                           for p in n.get("ports", [])),
                      n.get("label"), n.get("board_id"), n.get("ca_type"),
                      tuple(NetDevice(d["name"], n["name"], d.get("port"), d.get("up"), tuple(d.get("ipv4", [])))
                            for d in n.get("netdevs", [])))

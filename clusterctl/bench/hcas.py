@@ -17,11 +17,11 @@ from clusterctl.facts.rdma import parse_rdma
 from clusterctl.fanout import Runner
 from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
-from clusterctl.saved_survey import SavedPort, load_saved_survey
+from clusterctl.saved_survey import load_saved_survey
 from clusterctl.transport.base import Transport
 
 
-def _first_active(name: str, ports: Sequence[RDMAPort | SavedPort]) -> HcaInfo | None:
+def _first_active(name: str, ports: Sequence[RDMAPort]) -> HcaInfo | None:
     port = next((p for p in ports if p.state == "PORT_ACTIVE"), None)
     if port is None:
         return None

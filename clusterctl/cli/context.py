@@ -120,7 +120,7 @@ class AppContext:
 
     @contextmanager
     def runner(self, *, force_transport: str | None = None, progress: Progress | None = None) -> Iterator[Runner]:
-        from clusterctl.fanout import Runner
+        from clusterctl.fanout.scheduler import DEFAULT_TIMEOUT_S, Runner
         from clusterctl.transport.factory import ConnectOptions, make_connector
 
         options = ConnectOptions(
@@ -135,7 +135,7 @@ class AppContext:
 
             progress = RichProgress(self.err_console)
         with Runner(make_connector(options), parallel=self.parallel, progress=progress, step_timeout_s=self.timeout,
-                    timeout_s=60.0 if self.timeout is None else self.timeout, on_wait=self._say_still_waiting) as r:
+                    timeout_s=self.timeout or DEFAULT_TIMEOUT_S, on_wait=self._say_still_waiting) as r:
             try:
                 yield r
             finally:

@@ -92,10 +92,6 @@ class Host:
         return self.address or self.name
 
     @property
-    def label_dict(self) -> dict[str, str]:
-        return dict(self.labels)
-
-    @property
     def is_control_plane(self) -> bool:
         return "control-plane" in self.roles
 

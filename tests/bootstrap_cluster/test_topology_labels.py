@@ -9,8 +9,9 @@ import pytest
 from cluster_builders import FIXTURES
 
 from clusterctl.bootstrap.cluster.topology_labels import render_feature_file, topology_labels
+from clusterctl.facts.model import RDMAPort
 from clusterctl.findings import Finding, Severity
-from clusterctl.saved_survey import SavedNIC, SavedPort, SavedSurvey, load_saved_survey
+from clusterctl.saved_survey import SavedNIC, SavedSurvey, load_saved_survey
 
 #: NFD's local feature file format (docs: customization guide, "Feature files"): a comment, a
 #: directive comment, or <name>[=<value>] where a prefixed name is <namespace>/<name>.
@@ -87,7 +88,7 @@ def test_only_a_fabric_port_down_marks_the_fabric_degraded(survey: SavedSurvey) 
     """A management port down (survey's NIC_DOWN warning about a NIC off the fabric) keeps training jobs on
     the host; a fabric HCA the survey did not find does not."""
     host = survey.hosts["gpu-a1"]
-    management = SavedNIC("mlx5_9", "0", (), False, (SavedPort(1, "PORT_DOWN", "Ethernet", None, None),))
+    management = SavedNIC("mlx5_9", "0", (), False, (RDMAPort(1, "PORT_DOWN", None, "Ethernet"),))
     down = Finding(Severity.WARNING, "NIC_DOWN", "mlx5_9:1 is PORT_DOWN", host="gpu-a1",
                    evidence={"hca": "mlx5_9", "port": 1, "fabric": False})
     off = replace(host, nics=(*host.nics, management), findings=(*host.findings, down))

@@ -79,7 +79,7 @@ def test_full_inventory_values(write: WriteFile, tmp_path: Path) -> None:
         "kubernetes": "1.30.2",
         "containerd": "1.7.18",
     }
-    assert a1.label_dict == {"pool": "training"}
+    assert dict(a1.labels) == {"pool": "training"}
     assert a1.source == f"{inventory.source}:14"
 
 
@@ -91,7 +91,7 @@ def test_precedence_defaults_then_groups_in_order_then_host(write: WriteFile, tm
     assert a2.user == "hostuser"
     assert a2.groups == ("rack-a", "big")
     # labels merge across levels: big's size label stays next to the host's pool label
-    assert a2.label_dict == {"size": "big", "pool": "inference"}
+    assert dict(a2.labels) == {"size": "big", "pool": "inference"}
     assert a2.roles == ("worker",)
     assert a2.port == 22
 

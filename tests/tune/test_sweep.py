@@ -254,3 +254,27 @@ def test_saved_surveys_mark_nvswitch_hosts() -> None:
 
     assert host_from_saved(host_from_json({"host": "a", "reachable": True, "shape": "nvswitch"})).nvswitch
     assert not host_from_saved(host_from_json({"host": "b", "reachable": True, "shape": "pcie"})).nvswitch
+
+
+def test_a_saved_survey_gives_tuning_the_ports_gids_a_live_one_does() -> None:
+    """A RoCE fleet on NCCL 2.21+ whose ports list only RoCE v1 GIDs: tune-nccl --survey said "no RoCE GID found"
+    (the saved ports' GIDs were not read) where the live survey sets NCCL_IB_ROCE_VERSION_NUM=1."""
+    from clusterctl.facts.model import RDMADevice, RDMAPort, SoftwareStack
+    from clusterctl.inventory.model import Host
+    from clusterctl.nccl.tune.derive import derive_settings
+    from clusterctl.nccl.tune.inputs import from_host_facts, host_from_saved
+    from clusterctl.saved_survey import host_from_json
+    from clusterctl.survey.collect import HostFacts
+    from clusterctl.survey.report import HostReport, host_to_json
+    from clusterctl.survey.run import host_state
+
+    gids = ((0, "fe80:0000:0000:0000:0a00:27ff:fe00:0001", "RoCE v1"),)
+    port = RDMAPort(1, "PORT_ACTIVE", "LinkUp", "Ethernet", 100.0, gids=gids)
+    host = Host(name="roce-1", transport="local")
+    facts = HostFacts(values={"rdma": (RDMADevice("mlx5_0", None, None, (port,)),),
+                              "stack": SoftwareStack(nccl="2.21.5")})
+    live = from_host_facts(host, facts)
+    saved = host_from_saved(host_from_json(host_to_json(HostReport(host_state(host, facts), ()))), host)
+    assert saved.nics == live.nics
+    tuned = {s.name: s.value for s in derive_settings([saved]).settings}
+    assert tuned["NCCL_IB_ROCE_VERSION_NUM"] == "1"

@@ -170,7 +170,7 @@ def host_zone(host: Host) -> str | None:
     for key in ("zone", "clusterctl_zone"):
         if variables.get(key):
             return str(variables[key])
-    return host.label_dict.get("topology.kubernetes.io/zone")
+    return dict(host.labels).get("topology.kubernetes.io/zone")
 
 
 #: Prefix of the labels and features clusterctl owns (documented in docs/bootstrap.md).

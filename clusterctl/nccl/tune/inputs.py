@@ -175,7 +175,7 @@ def host_from_saved(saved: SavedHost, inventory_host: Host | None = None) -> Tun
         card = card_of(RDMADevice(nic.name, None, None, (), board_id=nic.board_id, ca_type=nic.ca_type))
         nics += [NicFacts(hca=nic.name, port=port.port, state=port.state or "PORT_DOWN",
                           link_layer=port.link_layer or "InfiniBand", rate_gbps=port.rate_gbps,
-                          roce_v2_gid_index=port.roce_v2_gid_index, netdev=by_port.get(port.port),
+                          roce_v2_gid_index=port.roce_v2_gid_index, gids=port.gids, netdev=by_port.get(port.port),
                           nearest_gpus=nic.nearest_gpus, gpu_links=gpu_links, card=card) for port in nic.ports]
     return TuneHost(
         name=saved.name,
