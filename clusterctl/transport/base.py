@@ -306,15 +306,13 @@ class Transport:
         """Run ``request``: what each transport implements (``run`` is its one public spelling)."""
         raise NotImplementedError(f"{type(self).__name__} runs no commands")
 
-    def command_line(
-        self, command: str, *, sudo: bool, env: Mapping[str, str] | None, stdin: bytes | None
-    ) -> tuple[str, bytes | None]:
-        """The line to run and the stdin to send, with the sudo password wired in when there is one."""
+    def command_line(self, request: RunRequest, *, sudo: bool) -> tuple[str, bytes | None]:
+        """The line to run for ``request`` and the stdin to send, with the sudo password wired in when there is one."""
         password = self.sudo_password if sudo else None
-        line = wrap_command(command, sudo=sudo, env=env, sudo_password=password is not None)
+        line = wrap_command(request.command, sudo=sudo, env=request.env, sudo_password=password is not None)
         if password is not None:
-            return line, stdin_with_password(password, stdin)
-        return line, stdin
+            return line, stdin_with_password(password, request.stdin)
+        return line, request.stdin
 
     def finish(self, command: str, out: bytes, err: bytes, exit_code: int, start: float, *, sudo: bool
                ) -> CommandResult:

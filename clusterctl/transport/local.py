@@ -29,9 +29,9 @@ class LocalTransport(Transport):
         self._lock = threading.Lock()
 
     def execute(self, request: RunRequest) -> CommandResult:
-        command, sudo, timeout, env, stdin = request.command, request.sudo, request.timeout, request.env, request.stdin
-        as_root = sudo and os.geteuid() != 0
-        line, feed = self.command_line(command, sudo=as_root, env=env, stdin=stdin)
+        command, timeout = request.command, request.timeout
+        as_root = request.sudo and os.geteuid() != 0
+        line, feed = self.command_line(request, sudo=as_root)
         start = time.monotonic()
         # A new session so that a timeout ends the whole process group, not only the shell.
         proc = subprocess.Popen(

@@ -128,6 +128,9 @@ def test_nvidia_ctk_writes_the_drop_in_and_containerd_loads_it(cluster: Path) ->
     assert 'imports = ["/etc/containerd/conf.d/*.toml"]' in (t.get("/etc/containerd/config.toml") or b"").decode()
     assert t.run("systemctl restart containerd").ok
     assert '"defaultRuntimeName": "nvidia"' in t.run("crictl info").stdout
+    socket = "unix:///run/containerd/containerd.sock"
+    for options in (f"-r {socket}", f"--runtime-endpoint={socket} -t 10s", f"--runtime-endpoint {socket} --timeout 5s"):
+        assert '"defaultRuntimeName": "nvidia"' in t.run(f"crictl {options} info").stdout, options
     assert t.run("nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml").ok
     assert "name: all" in (t.get("/etc/cdi/nvidia.yaml") or b"").decode()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from clusterctl.mock.tools import containerd_config as cc
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 from clusterctl.mock.tools.ctr import active
 
 PACKAGES = ("cri-tools",)
@@ -34,7 +34,8 @@ def _connect_error(ctx: ToolContext) -> str | None:
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = [a for a in ctx.args if not a.startswith("--runtime-endpoint") and not a.startswith("-r")]
+    # The CRI socket is containerd's, however named; how long to wait does not matter to a simulated daemon.
+    args = split_args(ctx.args, ("-r", "--runtime-endpoint", "-t", "--timeout"))[0]
     error = _connect_error(ctx)
     if error:
         return ToolResult("", error, 1)

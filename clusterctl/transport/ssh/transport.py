@@ -174,9 +174,9 @@ class SSHTransport(Transport):
     # -- commands -----------------------------------------------------------------------
 
     def execute(self, request: RunRequest) -> CommandResult:
-        command, sudo, timeout, env, stdin = request.command, request.sudo, request.timeout, request.env, request.stdin
+        command, sudo, timeout = request.command, request.sudo, request.timeout
         start = time.monotonic()
-        line, feed = self.command_line(command, sudo=sudo, env=env, stdin=stdin)
+        line, feed = self.command_line(request, sudo=sudo)
         group = GroupMarker()
         client = self._connection(timeout)
         left = None if timeout is None else timeout - (time.monotonic() - start)
