@@ -234,6 +234,11 @@ DRAIN_TIMEOUT = typer.Option(300.0, "--drain-timeout", min=1.0, metavar="SECONDS
                              help="How long a drain may wait for PodDisruptionBudgets and terminating pods.")
 
 
+#: The one switch of every drain of a failing host (quarantine --drain, health --quarantine, remediate serve, heal).
+DELETE_EMPTYDIR_DATA = typer.Option(False, "--delete-emptydir-data", help="Drains evict pods with emptyDir data too "
+                                    "(it is lost); without it such pods stay, named, and the drain is incomplete.")
+
+
 #: ``--skip-phases`` of the commands that run the engine's phases by name (bootstrap, upgrade).
 SKIP_PHASES = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import STATE_DIR, app_context
-from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
+from clusterctl.cli.context import DELETE_EMPTYDIR_DATA, STATE_DIR, app_context
 from clusterctl.cli.quarantine_view import print_heal
 
 HEAL_HELP = """\

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
-from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
+from clusterctl.cli.context import DELETE_EMPTYDIR_DATA, STATE_DIR, AppContext, app_context
 from clusterctl.errors import UsageError
 from clusterctl.terminal_text import one_line
 
@@ -108,16 +107,13 @@ def health_command(
     from clusterctl.health.run import run_health
 
     options = HealthOptions(level=level, since=since or "24h", probe_timeout_s=probe_timeout, force=force)
-    if local:
-        inventory_name = app.inventory().name if app.inventory_path else None
-        with app.runner() as runner:
-            report = run_health([app.this_machine()], runner, options, inventory=inventory_name)
-        finish(app, report, save=save)
-        return
-    inventory = app.inventory()
-    hosts = app.hosts()
     if not quarantine and (yes or max_unavailable or dry_run or delete_emptydir_data):
         raise UsageError("--yes, --dry-run, --max-unavailable and --delete-emptydir-data go with --quarantine")
+    if local and quarantine:
+        raise UsageError("--local checks this machine alone: it takes no --quarantine (the cluster's to do)")
+    # --local: this machine, the inventory (-i) only naming it.
+    inventory = None if local and not app.inventory_path else app.inventory()
+    hosts = (app.this_machine(),) if local else app.hosts()
     if quarantine:
         # Asked before the health run: what it finds is quarantined without a second question.
         confirm_change("quarantine (and, where the policy says, drain) the hosts this health run finds unhealthy",
@@ -125,13 +121,15 @@ def health_command(
                        preview="clusterctl health --quarantine --dry-run")
     policy = None
     with app.runner() as runner:
-        report = run_health(hosts, runner, options, inventory=inventory.name, cluster=inventory)
+        report = run_health(hosts, runner, options, inventory=inventory.name if inventory else None,
+                            cluster=None if local else inventory)
         if quarantine:
             from clusterctl.quarantine.auto import run_policy
             from clusterctl.quarantine.drain import DrainOptions
 
-            policy = run_policy(runner, inventory, report.hosts, apply=not dry_run, max_unavailable=max_unavailable,
-                                state_dir=state_dir, drain=DrainOptions(delete_emptydir_data=delete_emptydir_data))
+            policy = run_policy(runner, app.inventory(), report.hosts, apply=not dry_run,
+                                max_unavailable=max_unavailable, state_dir=state_dir,
+                                drain=DrainOptions(delete_emptydir_data=delete_emptydir_data))
     finish(app, report, save=save, policy=policy)
 
 

@@ -7,7 +7,7 @@ from functools import partial
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
-from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
+from clusterctl.cli.context import DELETE_EMPTYDIR_DATA, DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
 
 QUARANTINE_HELP = """\
@@ -43,9 +43,6 @@ Examples:
   clusterctl release gpu-a3 --dry-run
 """
 
-#: The one switch of every drain of a failing host (quarantine --drain, health --quarantine, remediate serve, heal).
-DELETE_EMPTYDIR_DATA = typer.Option(False, "--delete-emptydir-data", help="Drains evict pods with emptyDir data too "
-                                    "(it is lost); without it such pods stay, named, and the drain is incomplete.")
 QUARANTINE_SHORT = "Take hosts out of service: taint, cordon and (--drain) drain them, in Kubernetes and Slurm."
 RELEASE_SHORT = "Bring quarantined hosts back once their health and a one-host NCCL test pass."
 STATUS_HELP = """\

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from clusterctl.cli.confirm import confirm_change
-from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
-from clusterctl.cli.quarantine_cmd import DELETE_EMPTYDIR_DATA
+from clusterctl.cli.context import DELETE_EMPTYDIR_DATA, DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.errors import UsageError
 from clusterctl.writable import make_folder, writable_dir, writable_file
 from clusterctl.writable import state_dir as chosen_state_dir

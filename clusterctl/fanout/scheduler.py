@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -337,9 +337,8 @@ class Runner:
         outcomes = []
         for o in fleet.outcomes:
             if o.ok and o.value is not None and not o.value.ok:
-                r = o.value
-                failure = Failure(FailureKind.COMMAND_FAILED, f"{command!r} failed", r.exit_code, r.stderr_tail(3))
-                o = HostOutcome(o.host, r, failure, o.duration_s)
+                o = replace(o, failure=Failure(FailureKind.COMMAND_FAILED, f"{command!r} failed", o.value.exit_code,
+                                               o.value.stderr_tail(3)))
             outcomes.append(o)
         fleet = FleetResult(tuple(outcomes))
         self._note_failures(fleet)

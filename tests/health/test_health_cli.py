@@ -247,3 +247,12 @@ def test_the_kernel_log_window_is_honoured_and_what_it_left_out_is_said() -> Non
     assert "GPU_XID" not in codes and recent["verdict"] == "healthy"
     left_out = codes["KERNEL_LOG_BEFORE_WINDOW"]["message"]
     assert "before the --since 30m window left out (Xid 13, Xid 43" in left_out
+
+
+@pytest.mark.parametrize("options", [("--quarantine",), ("--quarantine", "--yes"), ("--yes",), ("--dry-run",)])
+def test_local_refuses_the_quarantine_options_it_would_ignore(options: tuple[str, ...]) -> None:
+    """``--local`` checks this machine alone: asked to quarantine too, it says it will not (exit 2) instead of
+    checking and quarantining nothing."""
+    run = clusterctl("health", "--local", *options)
+    assert run.exit_code == 2, run.output
+    assert run.stdout == "" and "--quarantine" in run.stderr

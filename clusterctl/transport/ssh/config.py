@@ -45,13 +45,6 @@ class JumpHop:
     port: int | None = None
 
 
-def _ssh_config_port(text: str, name: str) -> int:
-    try:
-        return values.port(text)
-    except BadValue as exc:
-        raise TransportError(FailureKind.ERROR, f"ssh_config's Port for {name}: {exc}") from None
-
-
 def parse_jump_chain(spec: str | None) -> tuple[JumpHop, ...]:
     try:
         return tuple(JumpHop(host, user, port) for user, host, port in values.jump_hops(spec or "none"))
@@ -194,9 +187,10 @@ def resolve_target(
         found[k.lower()] = v
 
     hostname = address or _first(found.get("hostname")) or name
-    resolved_port = port or (
-        _ssh_config_port(str(_first(found["port"])), name) if found.get("port") else None
-    )
+    try:
+        resolved_port = port or (values.port(str(_first(found["port"]))) if found.get("port") else None)
+    except BadValue as exc:
+        raise TransportError(FailureKind.ERROR, f"ssh_config's Port for {name}: {exc}") from None
     resolved_user = user or _first(found.get("user")) or getpass.getuser()
 
     identity_files = found.get("identityfile") or []
