@@ -37,17 +37,20 @@ if TYPE_CHECKING:
 FIELDS = ("address", "username", "password_file", "password_env", "system", "verify_tls", "ca_file", "timeout_s",
           "power_timeout_s")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ADDRESS = re.compile(r"^(?:(https?)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9{}._-]+)(?::(\d{1,5}))?/?$")
 
 
 def bmc_address(value: Any) -> str:
     text = values.text(value, "address").strip()
-    match = _ADDRESS.match(text)
-    if not match or (match.group(3) and not 0 < int(match.group(3)) < 65536):
-        raise values.BadValue(f"address {text!r} is not a BMC address",
-                              hint="Write https://HOST[:PORT] (or just HOST); {host} stands for the host's name.")
-    if "{" in match.group(2).replace("{host}", ""):
+    scheme, _, authority = text.rpartition("://")
+    if "{" in authority.replace("{host}", ""):
         raise values.BadValue(f"address {text!r}: only {{host}} may be written in braces")
+    try:
+        host, _ = values.host_port(authority.removesuffix("/").replace("{host}", "h"), "address")
+    except values.BadValue:
+        host = ""
+    if not host or scheme not in ("", "http", "https") or (":" in host and not authority.startswith("[")):
+        raise values.BadValue(f"address {text!r} is not a BMC address",  # (a URL writes IPv6 in brackets)
+                              hint="Write https://HOST[:PORT] (or just HOST); {host} stands for the host's name.")
     return text
 
 

@@ -34,14 +34,7 @@ from clusterctl.inventory.yaml_tree import Mapping, Node, Sequence, kind_of
 
 
 def _endpoint(value: Any, what: str) -> str:
-    from clusterctl.errors import UsageError
-    from clusterctl.inventory.cluster_sections import endpoint_setting
-
-    try:
-        endpoint_setting(values.text(value, what), what)
-    except UsageError as exc:
-        raise BadValue(f"{what}: {exc.message}", "Write host or host:port, e.g. k8s-api.example.internal:6443.") \
-            from None
+    values.host_port(value, what, "Write host or host:port, e.g. k8s-api.example.internal:6443.")
     return values.text(value, what)
 
 

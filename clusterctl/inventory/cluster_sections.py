@@ -171,16 +171,10 @@ def _label(key: Any, value: Any, where: str) -> tuple[str, str]:
     return name, text
 
 
-_HOST_PORT = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$|^\[[0-9A-Fa-f:]+\](:\d{1,5})?$")
-
-
 def endpoint_setting(value: str, where: str) -> str:
     """``host`` or ``host:port`` of the API server; the port defaults to 6443."""
-    text = text_setting(value, where)
-    if not _HOST_PORT.match(text):
-        raise UsageError(f"{text!r} is not host[:port].", field=where)
-    has_port = text.rsplit("]", 1)[-1].count(":") == 1 if text.startswith("[") else ":" in text
-    return text if has_port else f"{text}:6443"
+    host, port = by_rule(values.host_port, text_setting(value, where), where)
+    return f"[{host}]:{port or 6443}" if ":" in host else f"{host}:{port or 6443}"
 
 
 def _optional_registry(data: Mapping[str, Any], where: str) -> str | None:

@@ -105,12 +105,11 @@ def port(value: Any) -> int:
     return number
 
 
-# ``[user@]host[:port]``, optionally as an ``ssh://`` URI, as OpenSSH reads it: the user runs to the last '@';
-# an IPv6 address (with its %zone) is written bare, or in brackets when a port follows.
-_USER_HOST_PORT = re.compile(
-    r"(?:ssh://)?(?:(?P<user>\S+)@)?(?:(?:\[(?P<bracketed>[^\[\]@\s]+)\]|(?P<name>[^:@\[\]\s]+))(?::(?P<port>[^:]*))?"
-    r"|(?P<bare_ipv6>[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?))"
-)
+# ``host[:port]``: an IPv6 address (with its %zone) is written bare, or in brackets when a port follows.
+_HOST_PORT = (r"(?:\[(?P<bracketed>[^\[\]@\s]+)\]|(?P<name>[^:@\[\]\s]+))(?::(?P<port>[^:]*))?"
+              r"|(?P<bare_ipv6>[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[\w.-]+)?)")
+# ``[user@]host[:port]``, optionally as an ``ssh://`` URI, as OpenSSH reads it: the user runs to the last '@'.
+_USER_HOST_PORT = re.compile(rf"(?:ssh://)?(?:(?P<user>\S+)@)?(?:{_HOST_PORT})")
 
 
 def user_host_port(spec: str) -> tuple[str | None, str, int | None]:
@@ -120,6 +119,19 @@ def user_host_port(spec: str) -> tuple[str | None, str, int | None]:
         raise BadValue(f"{spec!r} is not [user@]host[:port].")
     return (m["user"], m["bracketed"] or m["name"] or m["bare_ipv6"],
             None if m["port"] is None else port(m["port"]))
+
+
+def host_port(value: Any, what: str, hint: str | None = None) -> tuple[str, int | None]:
+    """``host[:port]`` with the host by ``address``'s rule and the port by ``port``'s: the one reading of an API
+    endpoint, a BMC's address and a listen address (an IPv6 address bare, or in brackets when a port follows)."""
+    given = text(value, what).strip()
+    try:
+        if (m := re.fullmatch(_HOST_PORT, given)) is None:
+            address(given)  # its sentence, when the host is what is wrong
+            raise BadValue("an IPv6 address is written in brackets when a port follows, as [fd00::1]:6443.")
+        return address(m["bracketed"] or m["name"] or m["bare_ipv6"]), None if m["port"] is None else port(m["port"])
+    except BadValue as exc:
+        raise BadValue(f"{what} {given!r} is not host[:port]: {exc.message}", hint) from None
 
 
 def jump_hops(chain: str) -> tuple[tuple[str | None, str, int | None], ...]:

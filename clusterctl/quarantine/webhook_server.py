@@ -35,6 +35,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from clusterctl.errors import UsageError
+from clusterctl.inventory import values
+from clusterctl.inventory.cluster_sections import by_rule
 from clusterctl.quarantine.webhook_payload import clip
 from clusterctl.secret import read_secret_file, register_secret
 
@@ -73,15 +75,9 @@ def parse_listen(text: str) -> ListenAddress:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise UsageError(f"--listen takes HOST:PORT such as 127.0.0.1:9095 or [::1]:9095, got {text!r}",
                          field="--listen")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise UsageError(f"--listen: {host!r} in brackets is not an IPv6 address", field="--listen") from None
-    elif ":" in host:
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
         raise UsageError(f"--listen: write an IPv6 address in brackets, as [{host}]:{port}", field="--listen")
-    return ListenAddress(host or "127.0.0.1", int(port))
+    return ListenAddress(by_rule(values.host_port, host, "--listen")[0] if host else "127.0.0.1", int(port))
 
 
 class TokenFile:

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 from cluster_builders import make_inventory, make_settings
 
-from clusterctl.bootstrap.cluster.settings import cluster_settings, kubelet_node_labels, kubernetes_version
+from clusterctl.bootstrap.cluster.settings import (
+    cluster_settings,
+    kubelet_node_labels,
+    kubernetes_version,
+    settings_from_mapping,
+)
 from clusterctl.errors import UsageError
 from clusterctl.inventory.pins import CHART_PINS
 
@@ -136,6 +141,24 @@ def test_a_typo_in_the_cluster_sections_names_file_line_and_field(tmp_path: Path
     with pytest.raises(InventoryError) as err:
         load_inventory(path)
     assert str(err.value).startswith(f"{path}:7: field 'bootstrap.network.cnii': unknown field 'cnii'.")
+
+
+@pytest.mark.parametrize("endpoint", ["k8s-api.example:0", "k8s-api.example:70000", "-k8s-api.example", "[::::]:6443"])
+def test_an_endpoint_with_no_usable_port_or_address_names_file_line_and_field(tmp_path: Path, endpoint: str) -> None:
+    from clusterctl.errors import InventoryError
+    from clusterctl.inventory.loader import load_inventory
+
+    path = tmp_path / "inventory.yaml"
+    path.write_text(INVENTORY.replace("  pod_subnet:", f"  control_plane_endpoint: \"{endpoint}\"\n  pod_subnet:"))
+    with pytest.raises(InventoryError) as err:
+        load_inventory(path)
+    assert str(err.value).startswith(f"{path}:5: field 'bootstrap.control_plane_endpoint': ")
+
+
+def test_an_ipv6_first_control_plane_is_the_endpoint_in_brackets() -> None:
+    settings = settings_from_mapping({}, kubernetes_pin="1.36.2", first_control_plane="fd00::1")
+    assert settings.control_plane_endpoint == "[fd00::1]:6443"
+    assert make_settings(control_plane_endpoint="[fd00::1]:8443").control_plane_endpoint == "[fd00::1]:8443"
 
 
 def test_the_inventory_can_name_the_saved_survey(tmp_path: Path) -> None:

@@ -288,6 +288,14 @@ def test_listening_beyond_loopback_without_authentication_and_tls_exits_2(tmp_pa
     assert run.exit_code == 2 and "[::1]:9095" in run.output
 
 
+@pytest.mark.parametrize("listen", ["gpu 01:9095", "-gpu-01:9095"])
+def test_a_listen_host_that_is_no_host_name_or_ip_address_is_one_line_exit_2(listen: str) -> None:
+    run = clusterctl("remediate", "serve", "--listen", listen)
+    assert run.exit_code == 2, run.output
+    assert run.output.strip().count("\n") == 0 and "--listen" in run.output
+    assert "is not a host name or IP address" in run.output and "authentication" not in run.output
+
+
 def test_help_shows_no_unauthenticated_wildcard_listen() -> None:
     run = clusterctl("remediate", "serve", "--help")
     assert run.exit_code == 0 and "--token-file" in run.output and "--client-ca" in run.output
