@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,10 @@ def test_kubectl_before_and_after_init_and_helm_status(sim: SimCluster) -> None:
     assert code == 1 and "context deadline exceeded" in err  # --wait with no Ready node
     code, _, err = sh(sim, "gpu-a1", "helm status nope -n x --kubeconfig /etc/kubernetes/admin.conf")
     assert code == 1 and "release: not found" in err
+    # Helm's flags may stand anywhere, before the command and its release too.
+    admin = "--kubeconfig /etc/kubernetes/admin.conf"
+    assert sh(sim, "gpu-a1", f"helm {admin} -n x upgrade --install rel x --repo https://charts.example")[0] == 0
+    code, out, _ = sh(sim, "gpu-a1", f"helm status -n x {admin} rel")
+    assert code == 0 and "NAMESPACE: x\n" in out
+    code, out, _ = sh(sim, "gpu-a1", f"helm {admin} -o json list -n x")
+    assert code == 0 and [r["name"] for r in json.loads(out)] == ["rel"]

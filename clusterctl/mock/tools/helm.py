@@ -32,10 +32,9 @@ def _cluster_error(ctx: ToolContext) -> ToolResult | None:
     return None
 
 
-def _upgrade_install(ctx: ToolContext) -> ToolResult:
+def _upgrade_install(ctx: ToolContext, words: list[str]) -> ToolResult:
     import yaml
 
-    words = split_args(ctx.args[1:], VALUED_FLAGS)[0]
     if len(words) < 2:
         return ctx.fail('Error: "helm upgrade" requires 2 arguments\n\nUsage:  helm upgrade [RELEASE] [CHART] '
                         "[flags]\n")
@@ -84,10 +83,11 @@ def run(ctx: ToolContext) -> ToolResult:
     error = _cluster_error(ctx)
     if error is not None:
         return error
-    if args[:1] == ["upgrade"] and ("--install" in args or "-i" in args):
-        return _upgrade_install(ctx)
+    words = split_args(args, VALUED_FLAGS)[0]  # the command and its release: helm's flags may stand anywhere
+    if words[:1] == ["upgrade"] and ("--install" in args or "-i" in args):
+        return _upgrade_install(ctx, words[1:])
     releases = ks.read(ctx).get("releases") or {}
-    if args[:1] in (["list"], ["ls"]):
+    if words[:1] in (["list"], ["ls"]):
         namespace = option(args, "--namespace", "-n")
         rows = [{"name": key.split("/", 1)[1], "namespace": key.split("/", 1)[0], "revision": str(r["revision"]),
                  "updated": r.get("updated", ""), "status": r["status"], "chart": r["chart"],
@@ -100,11 +100,11 @@ def run(ctx: ToolContext) -> ToolResult:
         lines += [f"{r['name']}\t{r['namespace']}\t{r['revision']}\t{r['updated']}\t{r['status']}\t{r['chart']}\t"
                   f"{r['app_version']}" for r in rows]
         return ctx.ok("\n".join(lines) + "\n")
-    if args[:1] == ["status"] and len(args) >= 2:
+    if words[:1] == ["status"] and len(words) >= 2:
         namespace = option(args, "--namespace", "-n") or "default"
-        found = releases.get(f"{namespace}/{args[1]}")
+        found = releases.get(f"{namespace}/{words[1]}")
         if found is None:
             return ctx.fail("Error: release: not found\n")
-        return ctx.ok(f"NAME: {args[1]}\nLAST DEPLOYED: {found.get('updated', '')}\nNAMESPACE: {namespace}\n"
+        return ctx.ok(f"NAME: {words[1]}\nLAST DEPLOYED: {found.get('updated', '')}\nNAMESPACE: {namespace}\n"
                       f"STATUS: {found['status']}\nREVISION: {found['revision']}\nTEST SUITE: None\n")
-    return ctx.fail(f'Error: unknown command "{args[0] if args else ""}" for "helm"\nRun \'helm --help\' for usage.\n')
+    return ctx.fail(f'Error: unknown command "{" ".join(words[:1])}" for "helm"\nRun \'helm --help\' for usage.\n')
