@@ -112,7 +112,7 @@ class HostBuilder(InventoryFileReader):
             ),
             transport=transport,
             profile=self.profile(transport),
-            mock_state=self.mock_state(),
+            mock_state=self.convert(("clusterctl_mock_state",), lambda v: values.mock_state_folder(v, self.base_dir)),
             stack=StackPin(**{k: v for k, v in stack.items() if v is not None}),
             gpus=gpus is not False,
             source=f"{self.file}:{self.line}",
@@ -161,12 +161,6 @@ class HostBuilder(InventoryFileReader):
             return str(var.value)
         with self.values_at(var.line, name, f"host '{self.name}': "):
             return values.profile_folder(var.value, self.base_dir)
-
-    def mock_state(self) -> str | None:
-        found = self.pick(("clusterctl_mock_state",))
-        if found is None or found[1].value in (None, ""):
-            return None
-        return str(values.local_path(found[1].value, self.base_dir))
 
     def ssh_args(self) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """Jump host and ``-o`` options from ``ansible_ssh_common_args``/``_extra_args``."""

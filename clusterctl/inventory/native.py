@@ -352,7 +352,7 @@ class _Reader(NodeReader):
             ),
             transport=transport,
             profile=self.profile(host_def, merged.get("profile"), transport),
-            mock_state=self.mock_state(merged.get("mock_state")),
+            mock_state=values.mock_state_folder(value("mock_state"), self.base_dir),
             stack=StackPin(**{k: v for k, v in stack.items() if v is not None}),
             gpus=value("gpus", True),
             vars=tuple(values.mask_secrets(section("vars")).items()),
@@ -380,11 +380,6 @@ class _Reader(NodeReader):
         if isinstance(setting.value, str):
             self._profiles[setting.value] = found
         return found
-
-    def mock_state(self, setting: _Setting | None) -> str | None:
-        if setting is None or setting.value is None:
-            return None
-        return str(values.local_path(setting.value, self.base_dir))
 
 
 def _merge(base: Layer, over: Layer) -> Layer:

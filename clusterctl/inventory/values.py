@@ -267,6 +267,11 @@ def local_path(value: Any, base_dir: Path) -> Path:
     return (base_dir / os.path.expanduser(str(value))).resolve()
 
 
+def mock_state_folder(value: Any, base_dir: Path) -> str | None:
+    """A mock cluster's state folder as an inventory names it (``local_path``); empty: none named (the default)."""
+    return None if value in (None, "") else str(local_path(value, base_dir))
+
+
 def describe(value: Any) -> str:
     """How a wrong value is shown in a message: its text, or its kind when it is a structure."""
     if value is None:

@@ -70,3 +70,15 @@ def test_state_folder_from_the_inventory_or_the_environment(tmp_path: Path, _pri
     assert folder.parent == _private_mock_state and folder.name.startswith("lab-")
     shown = json.loads(clusterctl(default, "-o", "json", "mock", "show").stdout)
     assert [h["folder"] for h in shown["hosts"]] == [str(folder / "hosts" / "n1"), str(folder / "hosts" / "n2")]
+
+
+def test_an_empty_mock_state_is_no_setting_in_either_format(tmp_path: Path, _private_mock_state: Path) -> None:
+    # An empty 'mock_state:' in clusterctl's format kept the state in the inventory's own folder (a checkout),
+    # while an empty clusterctl_mock_state in an Ansible inventory meant the default, as it does now in both.
+    native = write_cluster(tmp_path / "a", mock_state='""')
+    ini = tmp_path / "b" / "hosts.ini"
+    ini.parent.mkdir()
+    ini.write_text(f"[lab]\nn1 clusterctl_transport=mock clusterctl_profile={tmp_path / 'a' / 'profile'} "
+                   "clusterctl_mock_state=''\n")
+    for inventory in (native, ini):
+        assert Path(str(load_inventory(inventory).host("n1").mock_state)).parent == _private_mock_state
