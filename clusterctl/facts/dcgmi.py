@@ -16,7 +16,7 @@ from typing import Any
 from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import DcgmDiag, DcgmResult
-from clusterctl.facts.kube import json_member, load_json
+from clusterctl.facts.kube import json_below, json_member
 from clusterctl.facts.model import ParseWarning
 
 _WHAT = "dcgmi diag"
@@ -48,10 +48,8 @@ def _status(value: str) -> str:
 
 
 def parse_dcgmi_diag(text: str) -> DcgmDiag:
-    stripped = text.strip()
-    start = stripped.find("{")
-    if start >= 0 and ('"DCGM GPU Diagnostic"' in stripped or '"DCGM Diagnostic"' in stripped):
-        return _parse_json(stripped[start:])
+    if '"DCGM GPU Diagnostic"' in text or '"DCGM Diagnostic"' in text:
+        return _parse_json(json_below(_WHAT, text, "{"))  # an object: "[root@gpu01 ~]# dcgmi ..." opens none
     return _parse_text(text)
 
 
@@ -82,8 +80,7 @@ def _info(result: dict[str, Any]) -> str:
     return "; ".join(p.strip() for p in parts if p and p.strip())
 
 
-def _parse_json(text: str) -> DcgmDiag:
-    data = load_json(_WHAT, text)
+def _parse_json(data: Any) -> DcgmDiag:
     if not isinstance(data, dict):
         raise ParseError(_WHAT, "JSON is not an object", line=1)
     body = data.get("DCGM Diagnostic") or data.get("DCGM GPU Diagnostic")

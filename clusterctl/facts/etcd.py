@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.kube import kubectl, load_json
+from clusterctl.facts.kube import json_below, kubectl
 from clusterctl.json_input import read_yaml
 
 #: kubeadm's paths inside the etcd static pod (kubeadm's etcd manifest mounts /etc/kubernetes/pki/etcd).
@@ -74,15 +74,6 @@ class EndpointHealth:
     error: str
 
 
-def _load(what: str, text: str) -> Any:
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("{", "["))), None)
-    if start is None:
-        raise ParseError(what, "no JSON in the output", line=1, text=lines[0] if text.strip() else "")
-    # The lines above the JSON are blanked, not cut: a syntax error names the output's own line.
-    return load_json(what, "\n" * start + "\n".join(lines[start:]))
-
-
 def _strings(what: str, value: Any, field: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -94,7 +85,7 @@ def _strings(what: str, value: Any, field: str) -> tuple[str, ...]:
 def parse_member_list(text: str) -> list[EtcdMember]:
     """``etcdctl member list -w json`` -> the members, in etcdctl's order."""
     what = "etcdctl member list -w json"
-    data = _load(what, text)
+    data = json_below(what, text)
     if not isinstance(data, dict) or not isinstance(data.get("members"), list):
         raise ParseError(what, "no 'members' list", line=1, text=text.splitlines()[0] if text else "")
     members = []
@@ -120,7 +111,7 @@ def parse_member_list(text: str) -> list[EtcdMember]:
 def parse_endpoint_health(text: str) -> list[EndpointHealth]:
     """``etcdctl endpoint health --cluster -w json`` -> one health per endpoint."""
     what = "etcdctl endpoint health -w json"
-    data = _load(what, text)
+    data = json_below(what, text)
     if not isinstance(data, list):
         raise ParseError(what, "not a list of endpoints", line=1, text=text.splitlines()[0] if text else "")
     found = []

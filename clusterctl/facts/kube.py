@@ -36,6 +36,16 @@ def load_json(what: str, text: str) -> Any:
                          text=lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else None) from None
 
 
+def json_below(what: str, text: str, opens: str | tuple[str, ...] = ("{", "[")) -> Any:
+    """The JSON a command printed below lines of its own (a prompt, a warning): from the first line that ``opens``
+    it (an object or a list). The lines above are blanked, not cut: a syntax error names the output's own line."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith(opens)), None)
+    if start is None:
+        raise ParseError(what, "no JSON in the output", line=1, text=lines[0] if text.strip() else "")
+    return load_json(what, "\n" * start + "\n".join(lines[start:]))
+
+
 def json_member(what: str, parent: dict[str, Any], key: str, kind: type[J], *, named: str | None = None,
                 line: int | None = None) -> J:
     """``parent[key]``, a JSON list or object (absent or null: an empty one); any other type is a ``ParseError``

@@ -294,6 +294,14 @@ def test_a_dcgm_gpu_id_of_a_digit_int_cannot_read_is_no_gpu_not_a_crash() -> Non
     assert parse_dcgmi_diag(text).results[0].gpu is None
 
 
+def test_a_dcgm_json_pasted_under_its_command_line_names_the_broken_line_of_the_paste() -> None:
+    for prompt in ("$ ", "[root@gpu01 ~]# "):
+        text = f'\n{prompt}dcgmi diag -r 1 -j\n{{\n  "DCGM Diagnostic": {{\n    "test_categories": [,]\n  }}\n}}\n'
+        with pytest.raises(ParseError, match="not JSON") as caught:
+            parse_dcgmi_diag(text)
+        assert (caught.value.line, caught.value.text) == (5, '    "test_categories": [,]'), prompt
+
+
 def test_dcgm3_json_names_its_gpus_device_ids_at_the_top() -> None:
     """DCGM 3.1-3.3 write ``"GPU Device IDs"`` (a list) beside the diagnostic, not under it
     (``Diag::HelperJsonBuildOutput`` in NVIDIA/DCGM 3.3.8); the serials are an object by GPU index."""
