@@ -121,12 +121,10 @@ class HostBuilder(InventoryFileReader):
         return replace(host, vars=tuple(values.mask_secrets(rest).items()))
 
     def roles(self) -> tuple[str, ...]:
-        explicit = self.convert(("clusterctl_roles",), values.roles)
-        if explicit is not None:
-            return tuple(explicit)
+        explicit = self.convert(("clusterctl_roles",), values.roles)  # never empty: values.roles refuses that
         found = tuple(role for role, names in (("control-plane", CONTROL_PLANE_GROUPS), ("worker", WORKER_GROUPS))
                       if not names.isdisjoint(self.groups))
-        return found or ("worker",)
+        return explicit or found or ("worker",)
 
     def transport(self) -> TransportKind:
         explicit = self.convert(("clusterctl_transport",), values.transport)
