@@ -12,8 +12,17 @@ from typing import Any
 
 from clusterctl.secret import Secret
 
-#: Exactly these types are plain already (subclasses, such as str enums, are not).
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+def _float_text(value: float) -> str:
+    return _FLOAT_WORDS.get(value, "NaN") if value != value or value in _FLOAT_WORDS else float.__repr__(value)
+
+
+#: The plain scalars, by their exact type (subclasses, such as str enums, are not plain; ``bool`` is not
+#: ``int`` here), and the JSON text of each.
+_SCALARS: dict[type, Callable[[Any], str]] = {
+    str: encode_basestring_ascii, int: int.__repr__, float: _float_text,
+    bool: lambda value: "true" if value else "false", type(None): lambda _value: "null",
+}
 
 
 def to_plain(value: Any) -> Any:
@@ -63,17 +72,6 @@ def dumps_indented(value: Any) -> str:
     return _IndentedWriter().text(value, "\n")
 
 
-def _float_text(value: float) -> str:
-    return _FLOAT_WORDS.get(value, "NaN") if value != value or value in _FLOAT_WORDS else float.__repr__(value)
-
-
-#: The text of a plain scalar, by its exact type (``bool`` is not ``int`` here: ``type`` is exact).
-_SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
-    str: encode_basestring_ascii, int: int.__repr__, float: _float_text,
-    bool: lambda value: "true" if value else "false", type(None): lambda _value: "null",
-}
-
-
 class _IndentedWriter:
     """One ``dumps_indented`` call, and the texts of the containers it met more than once.
 
@@ -91,7 +89,7 @@ class _IndentedWriter:
     def text(self, value: Any, newline: str) -> str:
         """``value``'s text; ``newline`` is the line break and indentation it starts at."""
         kind = type(value)
-        scalar = _SCALAR_TEXT.get
+        scalar = _SCALARS.get
         if kind is dict or kind is list or kind is tuple:
             if not value:
                 return "{}" if kind is dict else "[]"
@@ -123,7 +121,7 @@ class _IndentedWriter:
             return self.text(plain, newline)
         for base in (str, int, float):  # a subclass to_plain keeps: written as json writes its base type
             if isinstance(value, base):
-                return _SCALAR_TEXT[base](value)
+                return _SCALARS[base](value)
         raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
 
 

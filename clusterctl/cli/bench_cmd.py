@@ -128,14 +128,13 @@ def ib_command(
     assert folder is not None
     save_ib_run(folder, report, payload)
     matrix = report.matrix(by_hca=by_hca)
-    good = report.good_gbps
     if plot:
         from clusterctl.bench.plot import write_plot
 
-        write_plot(matrix, plot, good=good, title=f"{report.test} {report.pattern}")
+        write_plot(matrix, plot, good=report.good_gbps, title=f"{report.test} {report.pattern}")
 
     def table() -> None:
-        _matrix_table(app, matrix, good)
+        _matrix_table(app, matrix, report.good_gbps)
         if find_straggler:
             app.console.print(f"rounds used: {report.rounds_used} (all pairs would take {report.all_pairs_rounds})")
         print_findings(app.console, list(report.findings))

@@ -98,6 +98,8 @@ def health_command(
     if ctx.invoked_subcommand is not None:
         return
     app = app_context(ctx)
+    if not quarantine and (yes or max_unavailable or dry_run or delete_emptydir_data):
+        raise UsageError("--yes, --dry-run, --max-unavailable and --delete-emptydir-data go with --quarantine")
     if slurm:
         if quarantine or save:
             raise UsageError("--slurm acts on Slurm itself: it takes no --quarantine or --save")
@@ -107,8 +109,6 @@ def health_command(
     from clusterctl.health.run import run_health
 
     options = HealthOptions(level=level, since=since or "24h", probe_timeout_s=probe_timeout, force=force)
-    if not quarantine and (yes or max_unavailable or dry_run or delete_emptydir_data):
-        raise UsageError("--yes, --dry-run, --max-unavailable and --delete-emptydir-data go with --quarantine")
     if local and quarantine:
         raise UsageError("--local checks this machine alone: it takes no --quarantine (the cluster's to do)")
     # --local: this machine, the inventory (-i) only naming it.

@@ -256,3 +256,12 @@ def test_local_refuses_the_quarantine_options_it_would_ignore(options: tuple[str
     run = clusterctl("health", "--local", *options)
     assert run.exit_code == 2, run.output
     assert run.stdout == "" and "--quarantine" in run.stderr
+
+
+@pytest.mark.parametrize("options", [("--dry-run",), ("--yes",), ("--max-unavailable", "1")])
+def test_slurm_refuses_the_quarantine_options_instead_of_draining_anyway(options: tuple[str, ...]) -> None:
+    """``--slurm`` drains a failing node for real: a ``--dry-run`` (or another option of ``--quarantine``) given
+    with it is refused (exit 2) before anything is read or drained, never silently ignored."""
+    run = clusterctl("health", "--local", "--slurm", *options)
+    assert run.exit_code == 2, run.output
+    assert run.stdout == "" and "--quarantine" in run.stderr
