@@ -185,10 +185,7 @@ class SSHTransport(Transport):
         try:
             channel = client.open_session(timeout=left)
         except (paramiko.SSHException, EOFError, OSError) as exc:
-            if self._closed:
-                raise TransportError(
-                    FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}"
-                ) from exc
+            self._raise_if_closed(command)
             raise TransportError(
                 FailureKind.UNREACHABLE, f"{self.host.name}: cannot open a channel: {exc}"
             ) from exc
@@ -267,14 +264,17 @@ class SSHTransport(Transport):
         # (paramiko sets it for an exit status and when the channel closes.)
         while not channel.status_event.is_set():
             self._wait(channel, command, deadline, budget, event=channel.status_event)
-        if self._closed:
-            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+        self._raise_if_closed(command)
         transport = channel.get_transport()
         if channel.exit_status == -1 and (transport is None or not transport.is_active()):
             raise TransportError(
                 FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
             )
         return out.value(), err.value(), channel.recv_exit_status()
+
+    def _raise_if_closed(self, command: str) -> None:
+        if self._closed:  # close() took the connection away (the fan-out's deadline): the command timed out
+            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
 
     def _wait(
         self,
@@ -292,8 +292,7 @@ class SSHTransport(Transport):
                     FailureKind.TIMED_OUT,
                     f"{self.host.name}: no answer within {seconds(budget)} (the command was stopped): {command}",
                 )
-        if self._closed:
-            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+        self._raise_if_closed(command)
         if self._stop_requested.is_set():
             what = "interrupted" if self._stop_kind is FailureKind.INTERRUPTED else "connection closed"
             raise TransportError(self._stop_kind, f"{self.host.name}: {what} (the command was stopped): {command}")
