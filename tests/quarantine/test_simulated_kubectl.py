@@ -150,3 +150,17 @@ def test_a_short_option_takes_its_value_attached_as_in_the_real_kubectl(sim: Kub
     for namespace in ("-nkube-system", "-n=kube-system"):
         assert sim.kubectl(f"rollout status daemonset/kube-proxy {namespace}") == \
             (0, 'daemon set "kube-proxy" successfully rolled out\n', ""), namespace
+
+
+def test_short_kind_names_and_create_from_a_file_read_as_the_real_kubectl_does(sim: KubeSim) -> None:
+    """``po``, ``no``, ``cm`` are kubectl's short names; ``create -f`` creates once, then AlreadyExists (both as
+    the real kubectl 1.37 answers: tests/upstream/test_contract_kubectl_nodes.py)."""
+    sim.bare_pod("p", "gpu-a2")
+    assert sim.kubectl("get po p -o jsonpath={.status.phase}") == (0, "Running", "")
+    assert sim.kubectl("delete po p") == (0, 'pod "p" deleted\n', "")
+    assert sim.kubectl("delete no gpu-a3") == (0, 'node "gpu-a3" deleted\n', "")
+    made = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+    assert sim.kubectl("create -f -", made) == (0, "configmap/c created\n", "")
+    assert sim.kubectl("create -f -", made) == (1, "", 'Error from server (AlreadyExists): error when creating '
+                                                        '"STDIN": configmaps "c" already exists\n')
+    assert sim.kubectl("delete cm/c") == (0, 'configmap "c" deleted from default namespace\n', "")

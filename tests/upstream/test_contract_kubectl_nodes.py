@@ -121,9 +121,19 @@ def test_a_missing_node_and_a_missing_pod_answer_alike(sides: Sides) -> None:
     from clusterctl.facts.kube_nodes import Pod
 
     for line in (node_command("gpu-zz"), kubectl("cordon gpu-zz"), kubectl("taint nodes gpu-zz a=b:NoSchedule"),
-                 eviction_command(Pod("default", "gone", "Running", "ReplicaSet", "gone-5d4f8c7b9a"))):
+                 eviction_command(Pod("default", "gone", "Running", "ReplicaSet", "gone-5d4f8c7b9a")),
+                 # kubectl's short names read as the kinds they stand for
+                 kubectl("get po gone"), kubectl("delete no gpu-zz"), kubectl("delete po gone")):
         answer = sides.same(line)
         assert answer.exit_code == 1 and "(NotFound)" in answer.stderr
+
+
+def test_create_from_a_file_answers_alike_and_refuses_a_second_time(sides: Sides) -> None:
+    made = "printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: contract-made}\\n' | " + kubectl("create -f -")
+    assert sides.same(made) == Answer(0, "configmap/contract-made created\n", "")
+    assert sides.same(made).stderr == ('Error from server (AlreadyExists): error when creating "STDIN": '
+                                       'configmaps "contract-made" already exists\n')
+    assert sides.same(kubectl("delete cm/contract-made")).exit_code == 0
 
 
 def test_a_mismatch_in_the_simulated_kubectl_is_caught(sides: Sides, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,7 @@
 Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KIND/NAME -o name``;
 ``get pod -n NS NAME -o jsonpath={.status.phase}``;
 ``get -n kube-system configmap kubeadm-config -o jsonpath={.data.ClusterConfiguration}``;
-``apply [--server-side] -f FILE|URL|-``;
+``apply [--server-side]`` and ``create`` ``-f FILE|URL|-``;
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
 ``logs``; ``delete pod``; ``patch node N --subresource=status`` and token Secrets
 (``kubectl_status``); Leases (``kubectl_lease``: get, create and replace with compare-and-swap on
@@ -42,9 +42,11 @@ RESOURCES = {"daemonset": ("daemonsets", "apps"), "deployment": ("deployments", 
              "runtimeclass": ("runtimeclasses", "node.k8s.io"), "installation": ("installations", "operator.tigera.io"),
              "apiserver": ("apiservers", "operator.tigera.io"), "statefulset": ("statefulsets", "apps"),
              "poddisruptionbudget": ("poddisruptionbudgets", "policy"), "node": ("nodes", ""),
-             "lease": ("leases", "coordination.k8s.io")}
+             "lease": ("leases", "coordination.k8s.io"), "secret": ("secrets", "")}
+#: kubectl's short names, of the kinds simulated.
 ALIASES = {"crd": "customresourcedefinition", "ds": "daemonset", "deploy": "deployment", "ns": "namespace",
            "po": "pod", "cm": "configmap", "sts": "statefulset", "pdb": "poddisruptionbudget", "no": "node"}
+PLURALS = {resource: kind for kind, (resource, _) in RESOURCES.items()}
 CRD_FOR_KIND = {"installation": "installations.operator.tigera.io", "apiserver": "apiservers.operator.tigera.io",
                 "prometheusrule": "prometheusrules.monitoring.coreos.com",
                 "servicemonitor": "servicemonitors.monitoring.coreos.com"}
@@ -82,14 +84,12 @@ def _resource(kind: str) -> str:
 
 
 def _type_name(text: str) -> tuple[str, str]:
+    """``KIND[/NAME]`` as kubectl reads it: the kind in any case, plural, short or with its group
+    (``daemonset.apps``) -> (its singular, NAME)."""
     kind, _, name = text.partition("/")
-    kind = kind.lower()
+    kind = kind.lower().split(".", 1)[0]
     kind = ALIASES.get(kind, kind)
-    if "." in kind:  # daemonset.apps
-        kind = kind.split(".", 1)[0]
-    if kind.endswith("s") and kind[:-1] in RESOURCES:
-        kind = kind[:-1]
-    return kind, name
+    return PLURALS.get(kind, kind), name
 
 
 def _not_found(kind: str, name: str) -> ToolResult:
@@ -139,8 +139,13 @@ def _schedule_pod(ctx: ToolContext, kube: dict[str, Any], doc: dict[str, Any]) -
     return {"node": node, "phase": "Succeeded", "logs": f"GPU 0: {first}\n"}
 
 
-def _apply_docs(ctx: ToolContext, docs: list[dict[str, Any]], source: str, server_side: bool) -> ToolResult:
+def _apply_docs(ctx: ToolContext, docs: list[dict[str, Any]], source: str, verb: str) -> ToolResult:
+    """``apply`` (``verb`` "apply", or "serverside-applied" with ``--server-side``) or ``create -f`` ("created")."""
     out: list[str] = []
+
+    def failed(message: str) -> ToolResult:
+        return ToolResult("".join(line + "\n" for line in out), message, 1)
+
     with ks.edit(ctx) as kube:
         objects = kube.setdefault("objects", {})
         for doc in docs:
@@ -149,19 +154,20 @@ def _apply_docs(ctx: ToolContext, docs: list[dict[str, Any]], source: str, serve
             name = str(meta.get("name", ""))
             crd = CRD_FOR_KIND.get(kind)
             if crd and _key("customresourcedefinition", "", crd) not in objects:
-                return ToolResult("\n".join(out) + ("\n" if out else ""),
-                                  f'error: resource mapping not found for name: "{name}" namespace: "" from '
-                                  f'"{source}": no matches for kind "{doc.get("kind")}" in version '
-                                  f'"{doc.get("apiVersion")}"\nensure CRDs are installed first\n', 1)
+                return failed(f'error: resource mapping not found for name: "{name}" namespace: "" from "{source}": '
+                              f'no matches for kind "{doc.get("kind")}" in version "{doc.get("apiVersion")}"\n'
+                              "ensure CRDs are installed first\n")
             namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
             if namespace and namespace not in BUILTIN_NAMESPACES and \
                     _key("namespace", "", namespace) not in objects:
-                return ToolResult("\n".join(out) + ("\n" if out else ""),
-                                  f'Error from server (NotFound): error when creating "{source}": namespaces '
-                                  f'"{namespace}" not found\n', 1)
+                return failed(f'Error from server (NotFound): error when creating "{source}": namespaces '
+                              f'"{namespace}" not found\n')
             key = _key(kind, namespace, name)
             body = json.dumps(doc, sort_keys=True)
             before = objects.get(key)
+            if verb == "created" and before is not None:
+                return failed(f'Error from server (AlreadyExists): error when creating "{source}": '
+                              f'{_resource(kind)} "{name}" already exists\n')
             objects[key] = {"spec": body}
             if kind == "pod":
                 kube.setdefault("pods", {})[f"{namespace}/{name}"] = _schedule_pod(ctx, kube, doc)
@@ -172,9 +178,9 @@ def _apply_docs(ctx: ToolContext, docs: list[dict[str, Any]], source: str, serve
             if kind == "installation" and _key("deployment", "tigera-operator", "tigera-operator") in objects:
                 objects[_key("namespace", "", "calico-system")] = {"spec": "{}"}
                 objects[_key("daemonset", "calico-system", "calico-node")] = {"spec": "{}"}
-            verb = "serverside-applied" if server_side else \
+            said = verb if verb != "apply" else \
                 "created" if before is None else ("unchanged" if before.get("spec") == body else "configured")
-            out.append(f"{_name_of(kind)}/{name} {verb}")
+            out.append(f"{_name_of(kind)}/{name} {said}")
         ks.spread_cni(ctx, kube)
     return ctx.ok("\n".join(out) + "\n")
 
@@ -203,6 +209,9 @@ def run(ctx: ToolContext) -> ToolResult:
     else:
         words, options, flags = _split(ctx.args)
         command = []
+    if words[:1] in (["get"], ["delete"], ["patch"], ["taint"], ["annotate"]) and len(words) >= 2:
+        kind, name = _type_name(words[1])  # from here on each kind is named one way: its singular
+        words[1] = f"{kind}/{name}" if "/" in words[1] else kind
     kubeconfig = options.get("--kubeconfig")
     if kubeconfig and not ctx.fs.exists(kubeconfig):
         return ctx.fail(f"error: stat {kubeconfig}: no such file or directory\n")
@@ -222,25 +231,26 @@ def run(ctx: ToolContext) -> ToolResult:
     pods = kube.get("pods") or {}
     if words[:1] == ["exec"] and len(words) == 2 and namespace == "kube-system":
         return etcdctl_exec.run(ctx, words[1], command)
-    if words[:3] in (["get", "configmap", "kubeadm-config"], ["get", "cm", "kubeadm-config"]) \
-            and namespace == "kube-system" and options.get("--output") == "jsonpath={.data.ClusterConfiguration}":
+    if words[:3] == ["get", "configmap", "kubeadm-config"] and namespace == "kube-system" \
+            and options.get("--output") == "jsonpath={.data.ClusterConfiguration}":
         import yaml
 
         return ctx.ok(yaml.safe_dump({"kind": "ClusterConfiguration", **(kube.get("cluster_configuration") or {})}))
+    source = "STDIN" if options.get("--filename") == "-" else options.get("--filename", "")
     if kubectl_lease.handles(words, docs):
-        return kubectl_lease.run(ctx, words, options, docs)
+        return kubectl_lease.run(ctx, words, options, docs, source)
     if words[:1] == ["get"] and "--raw" in flags:
         return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
-    if words[:2] in (["get", "nodes"], ["get", "node"], ["get", "no"]):
+    if words[:2] == ["get", "node"]:
         if len(words) >= 3:
             one = _nodes_json(ctx, kube, only=words[2])
             return ks.not_found("nodes", words[2]) if one is None else ctx.ok(one)
         return ctx.ok(str(_nodes_json(ctx, kube)))
-    if words[:2] in (["get", "pods"], ["get", "pod"], ["get", "po"]) and len(words) == 2:
+    if words[:2] == ["get", "pod"] and len(words) == 2:
         return kn.pods_list(ctx, options, flags)
-    if words[:2] in (["patch", "node"], ["patch", "nodes"]) and len(words) >= 3:
+    if words[:2] == ["patch", "node"] and len(words) >= 3:
         return ks_status.patch_node_status(ctx, words[2], options)
-    if words[:2] in (["get", "secrets"], ["get", "secret"]) and len(words) == 2 and \
+    if words[:2] == ["get", "secret"] and len(words) == 2 and \
             (options.get("-l") or options.get("--selector")):
         return ks_status.secrets_list(ctx, namespace, options.get("-l") or options.get("--selector") or "")
     if words[:1] == ["taint"]:
@@ -251,10 +261,11 @@ def run(ctx: ToolContext) -> ToolResult:
         return kn.update_node(ctx, words[1:], flags, "annotation", kn.annotate)
     if words[:1] == ["create"] and "--raw" in flags and len(words) >= 2:
         return kn.create_raw(ctx, words[1], body)
-    if words[:1] == ["apply"]:
-        return _apply_docs(ctx, docs, options["--filename"], "--server-side" in flags)
+    if words[:1] == ["apply"] or words == ["create"]:
+        verb = "created" if words == ["create"] else "serverside-applied" if "--server-side" in flags else "apply"
+        return _apply_docs(ctx, docs, source, verb)
     if words[:1] == ["get"] and len(words) >= 2:
-        if words[1] in ("pod", "pods") and len(words) >= 3:
+        if words[1] == "pod" and len(words) >= 3:
             pod = pods.get(f"{namespace}/{words[2]}")
             return _not_found("pod", words[2]) if pod is None else ctx.ok(str(pod.get("phase", "")))
         kind, name = _type_name(words[1])
@@ -287,7 +298,7 @@ def run(ctx: ToolContext) -> ToolResult:
         if removed is None and not ks.ignores_not_found(ctx, flags):
             return _not_found("pod", words[2])
         return ctx.ok(f'pod "{words[2]}" deleted\n' if removed is not None else "")
-    if words[:2] in (["delete", "node"], ["delete", "nodes"]):
+    if words[:2] == ["delete", "node"]:
         return _delete_node(ctx, words[2:], flags)
     return ctx.fail(f'error: unknown command "{" ".join(words[:2])}" for "kubectl"\n')
 
@@ -299,11 +310,11 @@ def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: s
         objects = kube.setdefault("objects", {})
         for word in names:
             kind, name = _type_name(word)
-            key = _key(kind, "" if kind in CLUSTER_SCOPED else namespace, name)
-            if objects.pop(key, None) is None:
+            ns = "" if kind in CLUSTER_SCOPED else namespace
+            if objects.pop(_key(kind, ns, name), None) is None:
                 missing.append((kind, name))
-            else:
-                out.append(f'{_name_of(kind)} "{name}" deleted')
+            else:  # kubectl 1.37 names the namespace of what it deleted
+                out.append(f'{_name_of(kind)} "{name}" deleted' + (f" from {ns} namespace" if ns else ""))
     if missing and not ks.ignores_not_found(ctx, flags):
         kind, name = missing[0]
         return ks.not_found(_resource(kind), name, "".join(line + "\n" for line in out))

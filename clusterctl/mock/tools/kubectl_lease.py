@@ -30,9 +30,9 @@ RESOURCE = "leases.coordination.k8s.io"
 
 
 def handles(words: list[str], docs: list[dict[str, Any]]) -> bool:
-    """Whether this line is a Lease verb: ``get lease(s)``, ``delete lease``, or ``create``/``replace -f``
-    of a Lease (``docs``: what its ``-f`` holds)."""
-    if words[:2] in (["get", "lease"], ["get", "leases"], ["delete", "lease"], ["delete", "leases"]):
+    """Whether this line is a Lease verb: ``get lease``, ``delete lease`` (the kind as ``kubectl`` read it),
+    or ``create``/``replace -f`` of a Lease (``docs``: what its ``-f`` holds)."""
+    if words[:2] in (["get", "lease"], ["delete", "lease"]):
         return True
     return words in (["create"], ["replace"]) and docs[:1] != [] and docs[0].get("kind") == "Lease"
 
@@ -62,7 +62,8 @@ def _stored(kube: dict[str, Any], doc: dict[str, Any], namespace: str, previous:
             "spec": copy.deepcopy(doc.get("spec") or {})}
 
 
-def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[dict[str, Any]]) -> ToolResult:
+def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[dict[str, Any]],
+        source: str) -> ToolResult:
     namespace = options.get("--namespace", "default")
     if words[0] in ("get", "delete"):
         if len(words) < 3:
@@ -84,7 +85,6 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[
     meta = doc.get("metadata") or {}
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or namespace)
-    source = "STDIN" if options.get("--filename") == "-" else options.get("--filename", "")
     with ks.edit(ctx) as kube:
         leases = kube.setdefault("leases", {})
         current = leases.get(_key(namespace, name))

@@ -34,10 +34,10 @@ _STATUS_REASON = {400: "BadRequest", 404: "NotFound", 429: "TooManyRequests", 50
 
 
 def _node_name(words: list[str]) -> str | None:
-    """``nodes N``, ``node N``, ``node/N`` -> N."""
-    if words and words[0].startswith(("node/", "nodes/")):
+    """``node N``, ``node/N`` (kubectl's kind word read) -> N."""
+    if words and words[0].startswith("node/"):
         return words[0].split("/", 1)[1]
-    if len(words) >= 2 and words[0] in ("node", "nodes", "no"):
+    if len(words) >= 2 and words[0] == "node":
         return words[1]
     return None
 
