@@ -157,7 +157,7 @@ def test_short_kind_names_and_create_from_a_file_read_as_the_real_kubectl_does(s
     the real kubectl 1.37 answers: tests/upstream/test_contract_kubectl_nodes.py)."""
     sim.bare_pod("p", "gpu-a2")
     assert sim.kubectl("get po p -o jsonpath={.status.phase}") == (0, "Running", "")
-    assert sim.kubectl("delete po p") == (0, 'pod "p" deleted\n', "")
+    assert sim.kubectl("delete po p") == (0, 'pod "p" deleted from default namespace\n', "")
     assert sim.kubectl("delete no gpu-a3") == (0, 'node "gpu-a3" deleted\n', "")
     made = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
     assert sim.kubectl("create -f -", made) == (0, "configmap/c created\n", "")

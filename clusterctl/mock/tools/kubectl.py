@@ -297,7 +297,7 @@ def run(ctx: ToolContext) -> ToolResult:
             (live.get("objects") or {}).pop(_key("pod", namespace, words[2]), None)
         if removed is None and not ks.ignores_not_found(ctx, flags):
             return _not_found("pod", words[2])
-        return ctx.ok(f'pod "{words[2]}" deleted\n' if removed is not None else "")
+        return ctx.ok(f'pod "{words[2]}" deleted from {namespace} namespace\n' if removed is not None else "")
     if words[:2] == ["delete", "node"]:
         return _delete_node(ctx, words[2:], flags)
     return ctx.fail(f'error: unknown command "{" ".join(words[:2])}" for "kubectl"\n')
