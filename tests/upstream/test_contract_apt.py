@@ -113,3 +113,13 @@ def test_the_simulator_orders_versions_as_apt_does(tmp_path: Path, installed: st
     summaries = [[line for line in answer.stdout.splitlines() if " upgraded, " in line or "DOWNGRADED" in line]
                  for answer in (sim, real)]
     assert summaries[0] == summaries[1] != [], f"simulated: {sim.stdout}\nreal: {real.stdout}"
+
+
+@pytest.mark.parametrize("line", ["dpkg-query -W -s containerd", "dpkg-query --status --show containerd",
+                                  "dpkg-query -W -W containerd", "dpkg-query -f '' containerd",
+                                  "dpkg-query containerd"])
+def test_dpkg_query_refuses_conflicting_or_missing_actions_as_the_real_one_does(line: str, tmp_path: Path) -> None:
+    """dpkg-query reads its actions before anything else: two (even the same twice) or none is exit 2."""
+    sim = SimulatedHost(tmp_path / "sim", {"containerd": "1.6.20~ds1-1+deb12u3"})
+    real = RealHost(tmp_path / "real", {"dpkg-query": system_tool("dpkg-query", "dpkg")})
+    assert sim.run(line) == real.run(line)

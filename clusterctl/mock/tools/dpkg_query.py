@@ -16,6 +16,8 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult, each, option, sp
 
 DEFAULT_FORMAT = "${binary:Package}\\t${Version}\\n"
 FORMAT_OPTIONS = ("-f", "--showformat")
+#: The actions simulated, as dpkg-query names them in its refusals.
+ACTIONS = {"-W": "-W (--show)", "--show": "-W (--show)", "-s": "-s (--status)", "--status": "-s (--status)"}
 
 
 def _fields(name: str, version: str, held: bool) -> dict[str, str]:
@@ -34,15 +36,17 @@ def _format(fmt: str, fields: dict[str, str]) -> str:
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    names, _, flags = split_args(ctx.args, FORMAT_OPTIONS)
+    names = split_args(ctx.args, FORMAT_OPTIONS)[0]
     fmt = option(ctx.args, *FORMAT_OPTIONS)
     fmt = DEFAULT_FORMAT if fmt is None else fmt
-    mode = "status" if flags & {"-s", "--status"} else "show" if flags & {"-W", "--show"} else None
+    # dpkg 1.21 takes one action, checked as its options are read (before the format): a second one,
+    # even the same again, is a conflict.
+    actions = [ACTIONS[arg] for arg in ctx.args if arg in ACTIONS]
+    if len(actions) != 1:
+        error = f"conflicting actions {actions[1]} and {actions[0]}" if actions else "need an action option"
+        return ToolResult("", f"dpkg-query: error: {error}\n\nUse --help for help about querying packages.\n", 2)
     if fmt == "":
         return ToolResult("", "dpkg-query: error in show format: may not be empty string\n", 1)
-    if mode is None:
-        return ToolResult("", "dpkg-query: error: need an action option\n\n"
-                          "Type dpkg-query --help for help about querying packages.\n", 2)
     installed = db.installed(ctx)
     held = set(db.holds(ctx)) | {name for name, package in installed.items() if package.get("held")}
 
@@ -61,4 +65,4 @@ def run(ctx: ToolContext) -> ToolResult:
         return ToolResult("".join(_format(fmt, _fields(name, str(installed[name]["version"]), name in held))
                                   for name in matched))
 
-    return each(names, status) if mode == "status" else each(names or ["*"], show)
+    return each(names, status) if actions[0] == ACTIONS["-s"] else each(names or ["*"], show)
