@@ -78,9 +78,11 @@ def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
     return words, options, flags
 
 
-def _resource(kind: str) -> str:
+def _resource(kind: str, *, singular: bool = False) -> str:
+    """``deployments.apps`` (``singular``: ``deployment.apps``, as kubectl names an object it changed)."""
     resource, group = RESOURCES.get(kind, (kind + "s", ""))
-    return f"{resource}.{group}" if group else resource
+    name = kind if singular else resource
+    return f"{name}.{group}" if group else name
 
 
 def _type_name(text: str) -> tuple[str, str]:
@@ -180,14 +182,9 @@ def _apply_docs(ctx: ToolContext, docs: list[dict[str, Any]], source: str, verb:
                 objects[_key("daemonset", "calico-system", "calico-node")] = {"spec": "{}"}
             said = verb if verb != "apply" else \
                 "created" if before is None else ("unchanged" if before.get("spec") == body else "configured")
-            out.append(f"{_name_of(kind)}/{name} {said}")
+            out.append(f"{_resource(kind, singular=True)}/{name} {said}")
         ks.spread_cni(ctx, kube)
     return ctx.ok("\n".join(out) + "\n")
-
-
-def _name_of(kind: str) -> str:
-    _, group = RESOURCES.get(kind, (kind + "s", ""))
-    return f"{kind}.{group}" if group else kind
 
 
 def _filename_objects(ctx: ToolContext, options: dict[str, str]) -> list[dict[str, Any]] | ToolResult:
@@ -272,7 +269,7 @@ def run(ctx: ToolContext) -> ToolResult:
         ns = "" if kind in CLUSTER_SCOPED else namespace
         if _key(kind, ns, name) not in (kube.get("objects") or {}):
             return _not_found(kind, name)
-        return ctx.ok(f"{_name_of(kind)}/{name}\n")
+        return ctx.ok(f"{_resource(kind, singular=True)}/{name}\n")
     if words[:2] == ["rollout", "status"] and len(words) >= 3:
         kind, name = _type_name(words[2])
         if _key(kind, namespace, name) not in (kube.get("objects") or {}):
@@ -314,7 +311,8 @@ def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: s
             if objects.pop(_key(kind, ns, name), None) is None:
                 missing.append((kind, name))
             else:  # kubectl 1.37 names the namespace of what it deleted
-                out.append(f'{_name_of(kind)} "{name}" deleted' + (f" from {ns} namespace" if ns else ""))
+                out.append(f'{_resource(kind, singular=True)} "{name}" deleted'
+                           + (f" from {ns} namespace" if ns else ""))
     if missing and not ks.ignores_not_found(ctx, flags):
         kind, name = missing[0]
         return ks.not_found(_resource(kind), name, "".join(line + "\n" for line in out))
