@@ -338,8 +338,9 @@ def host_name(value: Any, what: str = "a host name") -> str:
                      "put a real address in 'address:'.", strip=False, dots=False)
 
 
-# A DNS name, ending in '.' when absolute (also an IPv6 address's %zone: an interface name).
-_DNS_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?\.?")
+# A DNS name, ending in '.' when absolute (also an IPv6 address's %zone: an interface name): RFC 1123's labels of
+# 1 to 63 characters, no '-' at either end ('_' inside one, as real host names have), at most 253 in all.
+_DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)(?:[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.|\Z))+")
 
 
 def address(value: Any, what: str = "address") -> str:
