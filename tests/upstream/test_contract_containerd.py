@@ -9,6 +9,7 @@ clusterctl's own parsers).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,33 @@ def test_version_and_plugin_listing_read_the_same_through_clusterctls_parsers(
     plugins = sim.run("ctr plugins ls")
     assert plugins.exit_code == listed.returncode == 0
     assert cri_status(parse_ctr_plugins(plugins.stdout)) == cri_status(parse_ctr_plugins(listed.stdout)) == "ok"
+
+
+def error_lines(output: str, socket: str) -> list[str]:
+    """crictl's ``level=error`` lines with their time and the daemon's socket path made comparable
+    (its warnings about where its own config file is depend on where crictl is installed)."""
+    lines = output.replace(socket, "/run/containerd/containerd.sock").splitlines()
+    return [re.sub(r'^time="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ" ', 'time="T" ', line)
+            for line in lines if "level=error" in line]
+
+
+@pytest.mark.parametrize("cri", ["down", "disabled"])
+def test_crictl_info_without_a_cri_service_fails_as_the_real_crictl_does(
+        cri: str, upstream_tool: Tool, tmp_path: Path) -> None:
+    config = 'version = 3\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+    sim = SimulatedHost(tmp_path / "sim", {"containerd.io": "2.2.1-1", "cri-tools": "1.37.0-1.1"},
+                        {"/etc/containerd/config.toml": config.encode()},
+                        services=("containerd",) if cri == "disabled" else ())
+    simulated = sim.run("crictl info" if cri == "disabled" else "systemctl stop containerd && crictl info")
+    real = RealHost(tmp_path / "real", {"crictl": upstream_tool("crictl", "1.37.0")})
+    line = "crictl --runtime-endpoint unix://{socket} --timeout 2s info"
+    if cri == "down":
+        socket = f"/tmp/{tmp_path.name}.sock"  # no socket there; a longer path is too long for one
+        actual = real.run(line.format(socket=socket))
+    else:
+        containerd, ctr = binaries(CASES[0], upstream_tool)
+        with ContainerdDaemon(containerd, ctr, tmp_path / "daemon", config) as daemon:
+            socket = str(daemon.socket)
+            actual = real.run(line.format(socket=socket))
+    assert simulated.exit_code == actual.exit_code == 1
+    assert error_lines(simulated.stderr, socket) == error_lines(actual.stderr, socket) != []

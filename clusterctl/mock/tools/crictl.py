@@ -3,13 +3,14 @@
 ``info`` reports the runtimes containerd would run with (config.toml and its imports, merged
 as containerd 1.x does), so a missing NVIDIA drop-in shows. When containerd is down, or runs
 with ``disabled_plugins = ["cri"]`` (containerd.io's packaged config), crictl fails as it does
-for real: ``validate CRI v1 runtime API for endpoint ...`` with ``Unavailable`` or
-``Unimplemented``, exit 1.
+for real (crictl 1.37's ``level=error`` line): ``validate CRI v1 runtime API for endpoint ...``
+with ``Unavailable`` or ``Unimplemented``, exit 1.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 from clusterctl.mock.tools import containerd_config as cc
 from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
@@ -21,16 +22,16 @@ ENDPOINT = f"unix://{cc.SOCKET}"
 
 def _connect_error(ctx: ToolContext) -> str | None:
     if not active(ctx):
-        return (f'E1201 00:00:00.000000    1234 remote_runtime.go:294] "Version from runtime service failed" '
-                f'err="rpc error: code = Unavailable desc = connection error: desc = \\"transport: Error while '
-                f'dialing: dial unix {cc.SOCKET}: connect: no such file or directory\\""\n'
-                f'FATA[0000] validate service connection: validate CRI v1 runtime API for endpoint "{ENDPOINT}": '
-                f'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: '
-                f'dial unix {cc.SOCKET}: connect: no such file or directory"\n')
-    if cc.cri_disabled(cc.effective(ctx)):
-        return (f'FATA[0000] validate service connection: validate CRI v1 runtime API for endpoint "{ENDPOINT}": '
-                "rpc error: code = Unimplemented desc = unknown service runtime.v1.RuntimeService\n")
-    return None
+        error = ("Unavailable desc = connection error: desc = \"transport: Error while dialing: "
+                 f"dial unix {cc.SOCKET}: connect: no such file or directory\"")
+    elif cc.cri_disabled(cc.effective(ctx)):
+        error = "Unimplemented desc = unknown service runtime.v1.RuntimeService"
+    else:
+        return None
+    # crictl 1.37 logs through logrus: the message quoted as Go's %q quotes it (as JSON does here).
+    message = f'validate service connection: validate CRI v1 runtime API for endpoint "{ENDPOINT}": rpc error: ' \
+              f"code = {error}"
+    return f'time="{time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}" level=error msg={json.dumps(message)}\n'
 
 
 def run(ctx: ToolContext) -> ToolResult:
