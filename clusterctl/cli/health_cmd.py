@@ -71,8 +71,9 @@ def health_command(
                                      help="Kernel log window: 30m, 24h, 7d (default 24h; 1h with --slurm)."),
     save: str | None = typer.Option(
         None, "--save", metavar="FILE", help="Keep the report as JSON (for 'health compare')."),
-    probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
-                                        help="Limit for each probe command on a host (a hung nvidia-smi)."),
+    probe_timeout: float | None = typer.Option(None, "--probe-timeout", min=1.0, metavar="SECONDS",
+                                               help="Limit for each probe command on a host (a hung nvidia-smi; "
+                                               "default 30)."),
     quarantine: bool = typer.Option(False, "--quarantine",
                                     help="Apply the quarantine policy: unhealthy hosts are quarantined (drained "
                                     "where the policy says), degraded ones reported (docs/quarantine.md). Asks "
@@ -101,14 +102,16 @@ def health_command(
     if not quarantine and (yes or max_unavailable or dry_run or delete_emptydir_data):
         raise UsageError("--yes, --dry-run, --max-unavailable and --delete-emptydir-data go with --quarantine")
     if slurm:
-        if quarantine or save:
-            raise UsageError("--slurm acts on Slurm itself: it takes no --quarantine or --save")
+        if quarantine or save or level or force or probe_timeout is not None:
+            raise UsageError("--slurm runs level 0 within --deadline: it takes no --quarantine, --save, --level, "
+                             "--force or --probe-timeout")
         slurm_check(app, local=local, deadline=deadline, since=since or "1h", node=slurm_node)
         return
     from clusterctl.health.model import HealthOptions
     from clusterctl.health.run import run_health
 
-    options = HealthOptions(level=level, since=since or "24h", probe_timeout_s=probe_timeout, force=force)
+    options = HealthOptions(level=level, since=since or "24h", force=force,
+                            probe_timeout_s=probe_timeout or HealthOptions.probe_timeout_s)
     if local and quarantine:
         raise UsageError("--local checks this machine alone: it takes no --quarantine (the cluster's to do)")
     # --local: this machine, the inventory (-i) only naming it.

@@ -265,3 +265,12 @@ def test_slurm_refuses_the_quarantine_options_instead_of_draining_anyway(options
     run = clusterctl("health", "--local", "--slurm", *options)
     assert run.exit_code == 2, run.output
     assert run.stdout == "" and "--quarantine" in run.stderr
+
+
+@pytest.mark.parametrize("options", [("--level", "2"), ("--force",), ("--probe-timeout", "30")])
+def test_slurm_refuses_the_options_it_does_not_run_with(options: tuple[str, ...]) -> None:
+    """``--slurm`` runs level 0 with each probe's limit taken from ``--deadline``: ``--level``, ``--force`` and
+    ``--probe-timeout`` would have no effect, so they are refused (exit 2) and named, never silently ignored."""
+    run = clusterctl("health", "--local", "--slurm", *options)
+    assert run.exit_code == 2, run.output
+    assert run.stdout == "" and options[0] in run.stderr
