@@ -261,8 +261,13 @@ def text_list(value: Any, what: str) -> tuple[str, ...]:
     raise BadValue(f"{what} must be a list of names, not {describe(value)}.")
 
 
-def profile_folder(value: Any, base_dir: Path) -> str:
-    """Absolute path of a mock profile folder, relative paths taken from the inventory's folder."""
+def host_profile(value: Any, transport: str, base_dir: Path, hint: str) -> str | None:
+    """A host's ``profile`` (``None``: none named): a mock host must name its folder, whose absolute path this is
+    (``hint`` says where to name it); any other host's is kept as written."""
+    if transport != "mock":
+        return None if value is None else str(value)
+    if value is None:
+        raise BadValue("no profile is named for the mock transport.", hint)
     raw = text(value, "profile").strip()
     path = local_path(raw, base_dir)
     if not path.is_dir():
