@@ -274,3 +274,11 @@ def test_slurm_refuses_the_options_it_does_not_run_with(options: tuple[str, ...]
     run = clusterctl("health", "--local", "--slurm", *options)
     assert run.exit_code == 2, run.output
     assert run.stdout == "" and options[0] in run.stderr
+
+
+def test_slurm_refuses_a_since_it_cannot_read_as_a_usage_error() -> None:
+    """A ``--since`` that is no duration is the user's mistake (exit 2, said once), with ``--slurm`` as without
+    it, never each host's failed health check (exit 1, what Slurm's HealthCheckProgram reads as a bad node)."""
+    run = clusterctl("health", "--local", "--slurm", "--since", "bogus")
+    assert run.exit_code == 2, run.output
+    assert run.stdout == "" and "--since" in run.stderr and "ERROR: clusterctl" not in run.stderr
