@@ -8,30 +8,29 @@ on each host; a host where neither works falls back to the inventory's ``fabric.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from clusterctl.bench.model import HcaInfo
 from clusterctl.errors import UsageError
-from clusterctl.facts.model import RDMADevice, RDMAPort
-from clusterctl.facts.rdma import parse_rdma
+from clusterctl.facts.model import RDMAPort
+from clusterctl.facts.rdma import RDMA
 from clusterctl.fanout import Runner
 from clusterctl.inventory.fabric import rdma_link_layer
 from clusterctl.inventory.model import Host
 from clusterctl.saved_survey import load_saved_survey
+from clusterctl.survey.collect import read_fact
 from clusterctl.transport.base import Transport
 
 
-def _first_active(name: str, ports: Sequence[RDMAPort]) -> HcaInfo | None:
-    port = next((p for p in ports if p.state == "PORT_ACTIVE"), None)
-    if port is None:
-        return None
-    return HcaInfo(name=name, link_layer=port.link_layer, rate_gbps=port.rate_gbps,
-                   gid_index=port.roce_v2_gid_index if port.link_layer == "Ethernet" else None)
-
-
-def active_hcas(devices: Sequence[RDMADevice]) -> list[HcaInfo]:
-    """One entry per device with an active port (its first active port)."""
-    return [h for h in (_first_active(d.hca, d.ports) for d in devices) if h is not None]
+def active_hcas(cards: Iterable[tuple[str, Sequence[RDMAPort]]]) -> list[HcaInfo]:
+    """One entry per card (name, ports) with an active port: its first active port."""
+    found: list[HcaInfo] = []
+    for name, ports in cards:
+        port = next((p for p in ports if p.state == "PORT_ACTIVE"), None)
+        if port is not None:
+            found.append(HcaInfo(name=name, link_layer=port.link_layer, rate_gbps=port.rate_gbps,
+                                 gid_index=port.roce_v2_gid_index if port.link_layer == "Ethernet" else None))
+    return found
 
 
 def from_inventory(host: Host) -> list[HcaInfo]:
@@ -45,16 +44,12 @@ def _expected_only(host: Host, found: list[HcaInfo]) -> list[HcaInfo]:
 
 
 def discover_hcas(runner: Runner, hosts: Sequence[Host]) -> tuple[dict[str, list[HcaInfo]], dict[str, str]]:
-    """(host -> active HCAs, host -> warning) read with ``ibv_devinfo -v``, else ``ibstat``."""
+    """(host -> active HCAs, host -> warning) read as survey reads them: ``ibv_devinfo -v``, else ``ibstat``."""
     def task(transport: Transport) -> list[HcaInfo]:
-        result = transport.run("ibv_devinfo -v", timeout=30)
-        if not result.ok:
-            # Hosts without ibverbs-utils often have infiniband-diags: the same facts, another format.
-            fallback = transport.run("ibstat", timeout=30)
-            if fallback.ok and fallback.stdout.strip():
-                return active_hcas(parse_rdma(fallback.stdout))
-            raise UsageError(f"ibv_devinfo -v exited {result.exit_code}: {result.stderr_tail(1)}")
-        return active_hcas(parse_rdma(result.stdout))
+        devices, missing = read_fact(transport, RDMA)
+        if missing is not None:
+            raise UsageError(f"{RDMA.command}: {missing.reason}")
+        return active_hcas((d.hca, d.ports) for d in devices)
 
     fleet = runner.run_task(hosts, task, label="bench: ibv_devinfo -v", timeout_s=60)
     found: dict[str, list[HcaInfo]] = {}
@@ -80,7 +75,7 @@ def hcas_from_survey(path: str, hosts: Sequence[Host]) -> dict[str, list[HcaInfo
     for host in hosts:
         record = saved.hosts.get(host.name)
         nics = record.nics if record is not None else ()
-        hcas = [h for h in (_first_active(n.name, n.ports) for n in nics) if h is not None]
+        hcas = active_hcas((n.name, n.ports) for n in nics)
         out[host.name] = _expected_only(host, hcas) if hcas else from_inventory(host)
     return out
 

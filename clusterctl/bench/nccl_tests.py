@@ -23,6 +23,7 @@ from clusterctl.changes import Change, Gate
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.nccltests import NcclTestResult, parse_nccl_tests
+from clusterctl.facts.node import GPU_LIST
 from clusterctl.facts.nvlink import NVLINK
 from clusterctl.fanout import HostOutcome, Runner
 from clusterctl.findings import Finding, Severity, fails
@@ -113,10 +114,8 @@ def hostfile_text(hosts: Sequence[Host], gpus: int | None) -> str:
 
 
 def _count_gpus(transport: Transport) -> int | None:
-    result = transport.run("nvidia-smi -L", timeout=30)
-    if not result.ok:
-        return None
-    return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU ")) or None
+    listed, _ = read_fact(transport, GPU_LIST)  # an unreadable line leaves the count unknown, not one more
+    return len(listed) if listed else None
 
 
 def _host_run(host: str, command: str, text: str, exit_code: int, env: Mapping[str, str]) -> NcclHostRun:

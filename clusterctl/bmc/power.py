@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from clusterctl.inventory.model import BmcConfig, Host, Inventory
 
 COMMAND = "redfish power"
+#: What each action does to a host, as its change and its confirmation say it.
+DOING = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}
 
 
 class PowerAction(str, Enum):
@@ -114,10 +116,9 @@ def power_change(host: str, action: PowerAction, before: str, bmc_url: str, *, g
     verb = action.value
     if action is PowerAction.CYCLE and before == OFF:
         verb = "on"  # nothing to switch off: the cycle is its on half
-    what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]
     how = " (graceful shutdown first)" if graceful and verb != "on" else ""
     command = f"{COMMAND} {verb}" + (" graceful" if graceful and verb != "on" else "")
-    summary = f"{what} {host} through its BMC {bmc_url}{how}"
+    summary = f"{DOING[verb]} {host} through its BMC {bmc_url}{how}"
     if verb == "cycle":  # over once the host is on again, as it was
         return Change.run(host, command, summary=summary, sudo=False, timeout_s=timeout_s, makes=(MAKES_NO_TRACE,),
                           cannot_undo="a power cycle leaves the host on, as it was")

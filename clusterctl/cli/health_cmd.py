@@ -14,6 +14,7 @@ from clusterctl.terminal_text import one_line
 
 if TYPE_CHECKING:
     from clusterctl.health.model import HealthReport
+    from clusterctl.inventory.model import Host
     from clusterctl.quarantine.auto import PolicyRun
 
 health_app = typer.Typer(
@@ -71,8 +72,9 @@ def health_command(
                                      help="Kernel log window: 30m, 24h, 7d (default 24h; 1h with --slurm)."),
     save: str | None = typer.Option(
         None, "--save", metavar="FILE", help="Keep the report as JSON (for 'health compare')."),
-    probe_timeout: float = typer.Option(30.0, "--probe-timeout", min=1.0, metavar="SECONDS",
-                                        help="Limit for each probe command on a host (a hung nvidia-smi)."),
+    probe_timeout: float | None = typer.Option(None, "--probe-timeout", min=1.0, metavar="SECONDS",
+                                               help="Limit for each probe command on a host (a hung nvidia-smi; "
+                                               "default 30)."),
     quarantine: bool = typer.Option(False, "--quarantine",
                                     help="Apply the quarantine policy: unhealthy hosts are quarantined (drained "
                                     "where the policy says), degraded ones reported (docs/quarantine.md). Asks "
@@ -100,20 +102,23 @@ def health_command(
     app = app_context(ctx)
     if not quarantine and (yes or max_unavailable or dry_run or delete_emptydir_data):
         raise UsageError("--yes, --dry-run, --max-unavailable and --delete-emptydir-data go with --quarantine")
-    if slurm:
-        if quarantine or save:
-            raise UsageError("--slurm acts on Slurm itself: it takes no --quarantine or --save")
-        slurm_check(app, local=local, deadline=deadline, since=since or "1h", node=slurm_node)
-        return
+    if slurm and (quarantine or save or level or force or probe_timeout is not None):
+        raise UsageError("--slurm runs level 0 within --deadline: it takes no --quarantine, --save, --level, "
+                         "--force or --probe-timeout")
     from clusterctl.health.model import HealthOptions
     from clusterctl.health.run import run_health
 
-    options = HealthOptions(level=level, since=since or "24h", probe_timeout_s=probe_timeout, force=force)
+    # Made with --slurm too: a --since it cannot read is refused here, not in each host's check.
+    options = HealthOptions(level=level, since=since or ("1h" if slurm else "24h"), force=force,
+                            probe_timeout_s=probe_timeout or HealthOptions.probe_timeout_s)
     if local and quarantine:
         raise UsageError("--local checks this machine alone: it takes no --quarantine (the cluster's to do)")
     # --local: this machine, the inventory (-i) only naming it.
     inventory = None if local and not app.inventory_path else app.inventory()
     hosts = (app.this_machine(),) if local else app.hosts()
+    if slurm:
+        slurm_check(app, hosts, deadline=deadline, since=options.since, node=slurm_node)
+        return
     if quarantine:
         # Asked before the health run: what it finds is quarantined without a second question.
         confirm_change("quarantine (and, where the policy says, drain) the hosts this health run finds unhealthy",
@@ -226,12 +231,11 @@ def read_command(
     finish(app, report)
 
 
-def slurm_check(app: AppContext, *, local: bool, deadline: float, since: str, node: str | None) -> None:
+def slurm_check(app: AppContext, hosts: tuple[Host, ...], *, deadline: float, since: str, node: str | None) -> None:
     """``--slurm``: each host's Slurm health check (this machine with ``--local``); NHC's line and exit code."""
     from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
 
     options = SlurmCheckOptions(node=node, deadline_s=deadline, since=since)
-    hosts = (app.this_machine(),) if local else app.hosts()
     with app.runner() as runner:
         fleet = runner.run_task(list(hosts), lambda transport: run_slurm_check(transport, options),
                                 label="health --slurm", timeout_s=deadline + 30)

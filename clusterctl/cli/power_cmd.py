@@ -93,14 +93,13 @@ def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS, graceful: bool =
 
 def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool,
            state_dir: str | None) -> None:
-    from clusterctl.bmc.power import PowerAction, power
+    from clusterctl.bmc.power import DOING, PowerAction, power
 
     app = app_context(ctx)
     targets = app.named_hosts(names)
     action = PowerAction(verb)
     if action is not PowerAction.STATUS and not dry_run:
-        what = {"on": "switch on", "off": "switch off", "cycle": "power-cycle"}[verb]
-        confirm_change(f"{what} (through the BMC)", [h.name for h in targets], yes=yes,
+        confirm_change(f"{DOING[verb]} (through the BMC)", [h.name for h in targets], yes=yes,
                        preview=f"clusterctl power {verb} {' '.join(h.name for h in targets)} --dry-run")
     results, journal = power(app.inventory(), targets, action, apply=not dry_run, graceful=graceful,
                              state_dir=state_dir)

@@ -16,6 +16,7 @@ from typing import Literal
 
 from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact, absent_reason
+from clusterctl.facts.nvlink import GPU_LINE
 from clusterctl.facts.sections import Section, filled_lines, section_command, split_sections
 from clusterctl.facts.table import cells_under_header, numbered_lines, read_lines
 
@@ -130,7 +131,6 @@ def parse_proc_swaps(text: str) -> tuple[Swap, ...]:
 
 _SS_PROC = re.compile(r'\("([^"]+)",pid=')
 _MEMINFO = re.compile(r"([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*")
-_SMI_GPU = re.compile(r"\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$")
 
 
 def parse_ss_listening(text: str) -> tuple[ListeningSocket, ...]:
@@ -172,8 +172,11 @@ def parse_df(text: str) -> DiskSpace:
 def parse_nvidia_smi_list(text: str) -> tuple[str, ...]:
     """``nvidia-smi -L``: ``GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`` -> the UUIDs (or names)."""
     return tuple(match.group(3) or match.group(2) for match in read_lines(
-        text, "nvidia-smi -L", _SMI_GPU.match, "expected 'GPU N: name (UUID: ...)'",
+        text, "nvidia-smi -L", GPU_LINE.match, "expected 'GPU N: name (UUID: ...)'",
         skip=lambda line: re.match(r"\s+(MIG|Link) ", line)))  # MIG devices are listed under their GPU
+
+
+GPU_LIST: Fact[tuple[str, ...]] = Fact("gpus", "nvidia-smi -L", parse_nvidia_smi_list)
 
 
 _DRIVER_VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")

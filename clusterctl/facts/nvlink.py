@@ -18,7 +18,8 @@ from clusterctl.facts.model import NVLinkLane, NVLinkStatus, NVLinkStatuses, Par
 from clusterctl.facts.table import blocks
 
 _WHAT = "nvidia-smi nvlink -s"
-_GPU = re.compile(r"^GPU (\d+): (.*?)(?: \(UUID: ([^)]*)\))?\s*$")
+#: nvidia-smi's GPU line in ``-L``, ``nvlink -s``, ``-e`` (a blank after the colon: not a bus id, ``GPU 0000:07:00.0``).
+GPU_LINE = re.compile(r"^\s*GPU (\d+):\s+(?=\S)(.*?)(?:\s*\(UUID: ([^)]*)\))?\s*$")
 _LINK = re.compile(r"^\s+Link (\d+): (?:(\d+(?:\.\d+)?) GB/s|<inactive>)\s*$")
 #: Notes nvidia-smi prints under a GPU instead of link lines.
 _NOTE = re.compile(r"^\s*(NVML: .*|.*does not (?:have|support) .*NVLink.*|Unable to retrieve NVLink information.*)$",
@@ -39,7 +40,7 @@ def parse_nvlink(text: str) -> NVLinkStatuses:
         warnings.append(ParseWarning(f"{line.text.strip()!r}: links left out of the paste are unknown", line.number))
         return True
 
-    before, found = blocks(cleaned.lines, _GPU.match)
+    before, found = blocks(cleaned.lines, GPU_LINE.match)
     for line in before:
         if not elided(line) and not _NO_NVLINK.match(line.text):  # a host without NVLink answers only that
             what = "link line" if _LINK.match(line.text) else "unrecognised line"

@@ -15,9 +15,9 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import NVLinkErrorCounters, NVLinkErrors
 from clusterctl.facts.model import ParseWarning
+from clusterctl.facts.nvlink import GPU_LINE
 
 _WHAT = "nvidia-smi nvlink -e"
-_GPU = re.compile(r"^GPU (\d+):\s*(.*?)(?:\s*\(UUID: [^)]*\))?\s*$")
 _LINK = re.compile(r"^Link (\d+):\s*(.*)$")
 #: A trailing note after the number (``891   <- link 1 is unhealthy``) is a paste's annotation: ignored.
 _COUNTER = re.compile(r"^([A-Za-z][\w /-]*?)\s*:\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?:\s+\S.*)?$")
@@ -37,7 +37,7 @@ def parse_nvlink_errors(text: str) -> NVLinkErrors:
     warnings = cleaned.elision_warnings("links", "their counters are unknown")
     for line in cleaned.lines:
         raw = line.text.strip()
-        header = _GPU.match(raw) if raw.startswith("GPU ") else None
+        header = GPU_LINE.match(raw) if raw.startswith("GPU ") else None
         if header:
             gpu = (int(header.group(1)), header.group(2).strip() or None)
             gpus_seen += 1

@@ -144,21 +144,10 @@ class HostBuilder(InventoryFileReader):
         )
 
     def profile(self, transport: str) -> str | None:
-        found = self.pick(("clusterctl_profile",))
-        if found is None:
-            if transport == "mock":
-                raise self.error(
-                    f"host '{self.name}' uses the mock transport but has no profile.",
-                    self.line,
-                    "clusterctl_profile",
-                    "Set clusterctl_profile to the folder holding the host's profile.yaml.",
-                )
-            return None
-        name, var = found
-        if transport != "mock":
-            return str(var.value)
-        with self.values_at(var.line, name, f"host '{self.name}': "):
-            return values.profile_folder(var.value, self.base_dir)
+        var = self.pick(("clusterctl_profile",))
+        with self.values_at(self.line if var is None else var[1].line, "clusterctl_profile", f"host '{self.name}': "):
+            return values.host_profile(None if var is None else var[1].value, transport, self.base_dir,
+                                       "Set clusterctl_profile to the folder holding the host's profile.yaml.")
 
     def ssh_args(self) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         """Jump host and ``-o`` options from ``ansible_ssh_common_args``/``_extra_args``."""

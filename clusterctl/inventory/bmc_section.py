@@ -21,7 +21,6 @@ it, when a power action needs it. Every error names the file, line and field.
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 from functools import partial
 from pathlib import Path
@@ -98,8 +97,7 @@ def _value(key: str, raw: Any, base_dir: Path) -> Any:
     if key == "password_env" and not _ENV_NAME.match(text):
         raise values.BadValue(f"password_env {text!r} is not an environment variable name")
     if key in ("password_file", "ca_file"):
-        path = Path(os.path.expanduser(text))
-        path = path if path.is_absolute() else base_dir / path
+        path = values.local_path(text, base_dir)
         if key == "ca_file" and not path.is_file():
             raise values.BadValue(f"ca_file {text!r}: no such file ({path})")
         return str(path)

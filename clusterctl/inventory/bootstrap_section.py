@@ -160,7 +160,7 @@ def _mirrors(r: NodeReader, node: Node, field: str) -> tuple[tuple[str, tuple[st
         sub = f"{field}.{entry.key}"
         # The key names a folder under certs.d and sits in hosts.toml: no '/', '..', newline or quote.
         with r.values_at(entry.key_line, sub):
-            values.registry_host(entry.key, "registry")
+            values.registry(entry.key, "registry", path=False)
         urls = r.names(entry.value, sub)
         with r.values_at(entry.value.line, sub):
             for url in urls:

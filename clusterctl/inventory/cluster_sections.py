@@ -29,7 +29,6 @@ AddonMode = Literal["device-plugin", "gpu-operator", "none"]
 #: The pod subnet where the CNI is the site's own and no ``pod_subnet`` is given (the inventory's default).
 SITE_CNI_POD_SUBNET = "10.244.0.0/16"
 T = TypeVar("T")
-_REGISTRY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(:\d{1,5})?(/[a-z0-9][a-z0-9._/-]*)?$")
 
 
 @dataclass(frozen=True)
@@ -121,13 +120,6 @@ def by_rule(check: Callable[[Any, str], T], value: Any, where: str) -> T:
         raise UsageError(exc.message, field=where, hint=exc.hint) from None
 
 
-def registry_setting(value: Any, where: str) -> str:
-    text = text_setting(value, where).rstrip("/")
-    if not _REGISTRY.match(text):
-        raise UsageError(f"{text!r} is not a registry such as registry.example.internal:5000/mirror.", field=where)
-    return text
-
-
 def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
     text = text_setting(value, where)
     if text not in choices:
@@ -178,7 +170,8 @@ def endpoint_setting(value: str, where: str) -> str:
 
 
 def _optional_registry(data: Mapping[str, Any], where: str) -> str | None:
-    return registry_setting(data["image_registry"], f"{where}.image_registry") if data.get("image_registry") else None
+    return by_rule(values.registry, data["image_registry"], f"{where}.image_registry") \
+        if data.get("image_registry") else None
 
 
 def _left_to_site(data: Mapping[str, Any], key: str, what: str, where: str, instead: str) -> None:

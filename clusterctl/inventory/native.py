@@ -88,7 +88,7 @@ class _Reader(NodeReader):
     def __init__(self, file: str, base_dir: Path) -> None:
         super().__init__(file, base_dir)
         #: ``profile:`` as written -> the folder it names (see ``profile``).
-        self._profiles: dict[str, str] = {}
+        self._profiles: dict[str, str | None] = {}
 
     # --- the document -------------------------------------------------------------------
 
@@ -360,25 +360,18 @@ class _Reader(NodeReader):
         )
 
     def profile(self, host_def: _HostDef, setting: _Setting | None, transport: str) -> str | None:
-        if setting is None or setting.value is None:
-            if transport == "mock":
-                raise self.error(
-                    f"host '{host_def.name}' uses the mock transport but has no profile.",
-                    line=host_def.line,
-                    field=f"hosts.{host_def.name}.profile",
-                    hint="Add 'profile: <folder with profile.yaml>' to the host, a group or defaults.",
-                )
-            return None
-        if transport != "mock":
-            return str(setting.value)
+        given = None if setting is None else setting.value
         # A fleet names its profile once (in defaults or a group): found on disk once per file.
-        known = self._profiles.get(setting.value) if isinstance(setting.value, str) else None
-        if known is not None:
-            return known
-        with self.values_at(setting.line, setting.field, f"host '{host_def.name}': "):
-            found = values.profile_folder(setting.value, self.base_dir)
-        if isinstance(setting.value, str):
-            self._profiles[setting.value] = found
+        key = given if transport == "mock" and isinstance(given, str) else None
+        if key is not None and key in self._profiles:
+            return self._profiles[key]
+        line, field = (host_def.line, f"hosts.{host_def.name}.profile") if setting is None or given is None \
+            else (setting.line, setting.field)
+        with self.values_at(line, field, f"host '{host_def.name}': "):
+            found = values.host_profile(given, transport, self.base_dir,
+                                        "Add 'profile: <folder with profile.yaml>' to the host, a group or defaults.")
+        if key is not None:
+            self._profiles[key] = found
         return found
 
 

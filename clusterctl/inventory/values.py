@@ -261,8 +261,13 @@ def text_list(value: Any, what: str) -> tuple[str, ...]:
     raise BadValue(f"{what} must be a list of names, not {describe(value)}.")
 
 
-def profile_folder(value: Any, base_dir: Path) -> str:
-    """Absolute path of a mock profile folder, relative paths taken from the inventory's folder."""
+def host_profile(value: Any, transport: str, base_dir: Path, hint: str) -> str | None:
+    """A host's ``profile`` (``None``: none named): a mock host must name its folder, whose absolute path this is
+    (``hint`` says where to name it); any other host's is kept as written."""
+    if transport != "mock":
+        return None if value is None else str(value)
+    if value is None:
+        raise BadValue("no profile is named for the mock transport.", hint)
     raw = text(value, "profile").strip()
     path = local_path(raw, base_dir)
     if not path.is_dir():
@@ -315,7 +320,8 @@ def _number(value: Any) -> float | None:
 
 _NAME_CHARS = re.compile(r"^[A-Za-z0-9_\[][A-Za-z0-9_.:%\[\]-]*$")
 _VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+~:_-]*$")
-_REGISTRY_HOST = re.compile(r"^(_default|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?)$")
+# ``host[:port]`` then a ``/path``; an IPv6 host in brackets (an image reference's grammar has no bare one).
+_REGISTRY = re.compile(r"(?P<host>(?:\[[^\]/\s]+\]|[^:/\s\[\]]+)(?::\d*)?)(?P<path>/[a-z0-9][a-z0-9._/-]*)?")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[0-9]{1,5}/[A-Za-z0-9._/-]+)?(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?"
                     r"(@sha256:[0-9a-f]{64})?$")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[0-9A-Za-z.+~:_-]+)?$")
@@ -338,8 +344,9 @@ def host_name(value: Any, what: str = "a host name") -> str:
                      "put a real address in 'address:'.", strip=False, dots=False)
 
 
-# A DNS name, ending in '.' when absolute (also an IPv6 address's %zone: an interface name).
-_DNS_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?\.?")
+# A DNS name, ending in '.' when absolute (also an IPv6 address's %zone: an interface name): RFC 1123's labels of
+# 1 to 63 characters, no '-' at either end ('_' inside one, as real host names have), at most 253 in all.
+_DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)(?:[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.|\Z))+")
 
 
 def address(value: Any, what: str = "address") -> str:
@@ -364,11 +371,17 @@ def version(value: Any, what: str) -> str:
                      "For example 1.36.2.")
 
 
-def registry_host(value: Any, what: str = "a registry") -> str:
-    """A registry name as containerd's certs.d folder names it: ``docker.io``, ``host:5000``, ``_default``."""
-    return _matching(value, what, _REGISTRY_HOST, "must be a registry host name such as docker.io or "
-                     "registry.local:5000.", "It names the folder /etc/containerd/certs.d/<registry>/ and a key in "
-                     "hosts.toml.", strip=False, dots=False)
+def registry(value: Any, what: str, *, path: bool = True) -> str:
+    """An image registry ``host[:port][/path]`` (no trailing '/'), or without ``path`` a certs.d folder's name
+    (``docker.io``, ``host:5000``, ``_default``): the host and port by ``host_port``'s rule, for every registry."""
+    name = text(value, what).strip().rstrip("/") if path else text(value, what)
+    hint = None if path else "It names the folder /etc/containerd/certs.d/<registry>/ and a key in hosts.toml."
+    if (m := _REGISTRY.fullmatch(name)) is None or (m["path"] and not path):
+        raise BadValue(f"{what} {name!r} " + ("is not a registry such as registry.example.internal:5000/mirror." if path
+                       else "must be a registry host name such as docker.io or registry.local:5000."), hint)
+    if path or name != "_default":  # containerd's folder for every registry not named
+        host_port(m["host"], what, hint)
+    return name
 
 
 def image_reference(value: Any, what: str) -> str:

@@ -41,6 +41,7 @@ from clusterctl.quarantine.webhook_payload import clip
 from clusterctl.secret import read_secret_file, register_secret
 
 PATHS = ("/", "/webhook")
+WRONG_PATH = {"error": "POST Alertmanager webhooks to " + " or ".join(PATHS)}
 #: ``handle(body, caller) -> (HTTP status, JSON answer)``.
 Handle = Callable[[bytes, str], "tuple[int, dict[str, Any]]"]
 Say = Callable[..., None]
@@ -343,7 +344,7 @@ def serve(handle: Handle, address: ListenAddress, security: Security, say: Say, 
             if self.path == "/healthz":
                 self._answer(200, {"status": "ok"})
             else:
-                self._answer(404, {"error": "POST Alertmanager webhooks to / or /webhook"})
+                self._answer(404, WRONG_PATH)
 
         def do_POST(self) -> None:
             token = self.server.security.token
@@ -354,7 +355,7 @@ def serve(handle: Handle, address: ListenAddress, security: Security, say: Say, 
                              {"WWW-Authenticate": 'Bearer realm="clusterctl-remediate"'})
                 return
             if self.path not in PATHS:
-                self._answer(404, {"error": "POST Alertmanager webhooks to / or /webhook"})
+                self._answer(404, WRONG_PATH)
                 return
             text = self.headers.get("Content-Length", "")
             length = int(text) if text.isdigit() and len(text) < 16 else -1

@@ -150,6 +150,22 @@ def test_hcas_are_found_with_ibstat_where_ibv_devinfo_is_missing(tmp_path: Path)
     assert [(h.name, h.rate_gbps) for h in found["sd1"]] == [("ibp2s0f0", 100.0)] and warnings == {}
 
 
+def test_a_host_with_neither_ibv_devinfo_nor_ibstat_gets_the_inventorys_hcas_and_says_why(tmp_path: Path) -> None:
+    from clusterctl.bench.hcas import discover_hcas
+    from clusterctl.fanout import Runner
+    from clusterctl.inventory.model import Fabric, Host
+    from clusterctl.mock.transport import MockTransport
+
+    profile = tmp_path / "p"
+    profile.mkdir()
+    (profile / "profile.yaml").write_text("commands: []\n")  # a host without either tool
+    host = Host(name="h1", transport="mock", profile=str(profile), fabric=Fabric(type="ib", hcas=("mlx5_0",)))
+    found, warnings = discover_hcas(Runner(lambda h, t: MockTransport(h), parallel=1, timeout_s=30), [host])
+    assert [h.name for h in found["h1"]] == ["mlx5_0"]
+    (warning,) = warnings.values()
+    assert warning.startswith("HCAs from the inventory (") and "ibv_devinfo -v" in warning and "not found" in warning
+
+
 def test_a_port_trained_below_its_peers_is_judged_against_their_rate(tmp_path: Path) -> None:
     """h3's mlx5_0 trained at 200 Gb/s where h1's and h2's run at 400 (no rate in the inventory): its links
     reach 196.8 Gb/s, 49% of the 400 Gb/s the port should run at (``rate_basis``, as survey and health hold

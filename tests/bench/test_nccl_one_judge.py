@@ -58,13 +58,15 @@ class KeptHost(MockTransport):
         pass
 
 
-def _single_host(tmp_path: Path, log: str) -> NcclRun:
-    """``bench nccl`` on one mock 8x A100 host (nvidia-smi -L counts 8 GPUs) whose test prints ``log``."""
+def _single_host(tmp_path: Path, log: str, gpu_list: str | None = None) -> NcclRun:
+    """``bench nccl`` on one mock 8x A100 host (nvidia-smi -L counts 8 GPUs, else prints ``gpu_list``) whose test
+    prints ``log``."""
     profile = tmp_path / "profile"
     profile.mkdir()
     (profile / "answer.txt").write_text(log)
+    (profile / "L.txt").write_text(gpu_list or (DEMO_PROFILE / "nvidia-smi-L.txt").read_text())
     (profile / "profile.yaml").write_text(f"extends: {DEMO_PROFILE}\ncommands:\n  - regex: '_perf '\n"
-                                          "    stdout: answer.txt\n")
+                                          "    stdout: answer.txt\n  - match: 'nvidia-smi -L'\n    stdout: L.txt\n")
     host = Host(name="n1", address="10.0.0.1", transport="mock")
     transport = KeptHost(host, load_profile(str(profile)), state_folder=tmp_path / "state")
     with Runner(lambda _h, _t: transport, parallel=1, timeout_s=60) as runner:
@@ -81,6 +83,13 @@ def test_a_saved_log_gets_the_verdict_its_live_run_got(tmp_path: Path, fixture: 
     saved = report_text("saved.log", text, gpus_per_host=8).findings
     assert [(f.code, f.severity, f.message) for f in saved] == [(f.code, f.severity, f.message) for f in live]
     assert all(f.to_json()["file"] == "saved.log" for f in saved) and all(f.host == "n1" for f in live)
+
+
+def test_a_gpu_list_line_nvidia_smi_l_cannot_read_is_not_counted_as_a_gpu(tmp_path: Path) -> None:
+    # A bus id's line (as nvidia-smi -r prints them) among the 8 GPUs is no ninth GPU: the count is unknown.
+    listing = (DEMO_PROFILE / "nvidia-smi-L.txt").read_text() + "GPU 00000000:07:00.0: In use by another client\n"
+    (run,) = _single_host(tmp_path, read_fixture("nccl-tests", SHORT_A100), listing).runs
+    assert run.host_gpus is None and " -g " not in f"{run.command} "
 
 
 def _multi_node(tmp_path: Path, log: str, fabric: Fabric) -> NcclRun:

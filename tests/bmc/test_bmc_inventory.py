@@ -46,6 +46,15 @@ def test_entries_by_pattern_and_by_name(tmp_path: Path) -> None:
     assert address_for(a2, "gpu-a2").system == "/redfish/v1/Systems/Self"
 
 
+def test_bmc_files_are_named_by_the_inventorys_one_path_rule(tmp_path: Path) -> None:
+    # password_file and ca_file kept '..' (and symlinks) as written, unlike every other file an inventory names.
+    (tmp_path / "site").mkdir()
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    inv = load_inventory(inventory(tmp_path / "site", "  gpu-a1: {address: x, username: u, password_file: ../pw,\n"
+                                   "           ca_file: ../ca.pem}\n"))
+    assert (inv.bmc[0].password_file, inv.bmc[0].ca_file) == (str(tmp_path / "pw"), str(tmp_path / "ca.pem"))
+
+
 @pytest.mark.parametrize(("bmc", "line", "field", "words"), [
     ("  gpu-a1: {address: x, username: u, password: hunter22}\n", 3, "bmc.gpu-a1.password",
      "never written in the inventory"),

@@ -75,6 +75,8 @@ def test_an_air_gapped_mirror_replaces_the_manifest_base() -> None:
                                       "image_registry": "registry.site:5000/mirror"})
     assert settings.network.manifest_base == "https://mirror.site/calico/v3.31.4"
     assert settings.network.image_registry == "registry.site:5000/mirror"
+    ipv6 = make_settings(network={"image_registry": "[fd00::1]:5000/mirror/"}, addons={"image_registry": "reg.site"})
+    assert (ipv6.network.image_registry, ipv6.addons.image_registry) == ("[fd00::1]:5000/mirror", "reg.site")
 
 
 def test_hosts_pinning_two_kubernetes_versions_are_refused() -> None:

@@ -28,6 +28,8 @@ def _load_error(tmp_path: Path, section: str) -> InventoryError:
     ('"."', "is certs.d itself"),
     ('"a/../../etc"', "a path"),
     ('"reg istry"', "a space"),
+    ('"registry:70000"', "a port out of range"),
+    ('"registry..lan"', "an empty DNS label"),
 ])
 def test_a_registry_mirror_key_that_is_not_a_registry_is_refused_at_load(tmp_path: Path, key: str, why: str) -> None:
     error = _load_error(tmp_path, f"bootstrap:\n  registry_mirrors:\n    {key}: [https://mirror.lan]\n")
@@ -38,6 +40,8 @@ def test_a_registry_mirror_key_that_is_not_a_registry_is_refused_at_load(tmp_pat
 @pytest.mark.parametrize(("section", "line", "field"), [
     ("bootstrap:\n  network: {version: 'v3.31.4/../../evil'}\n", 5, "bootstrap.network.version"),
     ("bootstrap:\n  network: {version: 'latest?x=1'}\n", 5, "bootstrap.network.version"),
+    ("bootstrap:\n  network: {image_registry: 'registry:70000/mirror'}\n", 5, "bootstrap.network.image_registry"),
+    ("bootstrap:\n  addons: {image_registry: 'fd00::1/mirror'}\n", 5, "bootstrap.addons.image_registry"),
     ("bootstrap:\n  alerts: {namespace: 'Monitoring Stuff'}\n", 5, "bootstrap.alerts.namespace"),
     ("bootstrap:\n  alerts: {namespace: {a: b}}\n", 5, "bootstrap.alerts.namespace"),
     ("bootstrap:\n  alerts: {rule_labels: {team: 'a: b'}}\n", 5, "bootstrap.alerts.rule_labels.team"),

@@ -265,3 +265,20 @@ def test_slurm_refuses_the_quarantine_options_instead_of_draining_anyway(options
     run = clusterctl("health", "--local", "--slurm", *options)
     assert run.exit_code == 2, run.output
     assert run.stdout == "" and "--quarantine" in run.stderr
+
+
+@pytest.mark.parametrize("options", [("--level", "2"), ("--force",), ("--probe-timeout", "30")])
+def test_slurm_refuses_the_options_it_does_not_run_with(options: tuple[str, ...]) -> None:
+    """``--slurm`` runs level 0 with each probe's limit taken from ``--deadline``: ``--level``, ``--force`` and
+    ``--probe-timeout`` would have no effect, so they are refused (exit 2) and named, never silently ignored."""
+    run = clusterctl("health", "--local", "--slurm", *options)
+    assert run.exit_code == 2, run.output
+    assert run.stdout == "" and options[0] in run.stderr
+
+
+def test_slurm_refuses_a_since_it_cannot_read_as_a_usage_error() -> None:
+    """A ``--since`` that is no duration is the user's mistake (exit 2, said once), with ``--slurm`` as without
+    it, never each host's failed health check (exit 1, what Slurm's HealthCheckProgram reads as a bad node)."""
+    run = clusterctl("health", "--local", "--slurm", "--since", "bogus")
+    assert run.exit_code == 2, run.output
+    assert run.stdout == "" and "--since" in run.stderr and "ERROR: clusterctl" not in run.stderr

@@ -162,7 +162,9 @@ def test_an_errors_hint_is_a_sentence_of_its_own(cli, argv: tuple[str, ...], sai
 @pytest.mark.parametrize(
     ("address", "loads"),
     [("::1", True), ("::ffff:10.0.0.1", True), ("gpu-a1.example.com.", True), ("fe80::1%eth0", True),
-     ("gpu-a1-", False), ("[::1]", False), ("_gpu", False), ("fe80::1%eth0;id", False), (":::", False)],
+     ("gpu-a1-", False), ("[::1]", False), ("_gpu", False), ("fe80::1%eth0;id", False), (":::", False),
+     ("gpu..a1", False), ("gpu-.example.com", False), ("gpu.-a1", False), ("g" * 64 + ".example.com", False),
+     ("g" * 63 + ".example.com", True)],
 )
 def test_an_address_is_refused_at_load_exactly_when_no_connection_could_use_it(  # type: ignore[no-untyped-def]
     cli, tmp_path: Path, address: str, loads: bool

@@ -280,7 +280,7 @@ def test_group_lists_unknown_host(write: WriteFile) -> None:
          ("unknown fabric type 'infiniband'", "'ib'")),
         ("hosts:\n  h:\n    transport: sshh\n", 3, "hosts.h.transport", "Did you mean 'ssh'?"),
         ("defaults: {transport: mock}\nhosts:\n  gpu-a1: {}\n", 3, "hosts.gpu-a1.profile",
-         "mock transport but has no profile"),
+         "no profile is named for the mock transport"),
         # The error points where the profile was written (defaults), not at the host.
         ("defaults:\n  transport: mock\n  profile: profiles/nowhere\nhosts:\n  gpu-a1: {}\n", 3, "defaults.profile",
          ("profiles/nowhere", "does not exist")),

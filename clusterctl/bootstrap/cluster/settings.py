@@ -29,7 +29,6 @@ from clusterctl.inventory.cluster_sections import (
     check_alerts,
     check_network,
     endpoint_setting,
-    registry_setting,
     text_setting,
 )
 from clusterctl.inventory.pins import CNI_PINS, KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
@@ -151,7 +150,7 @@ def settings_from_mapping(
         service_subnet=service,
         cri_socket=text_setting(data["cri_socket"], f"{where}.cri_socket") if data.get("cri_socket")
         else DEFAULT_CRI_SOCKET,
-        image_repository=registry_setting(data["image_repository"], f"{where}.image_repository")
+        image_repository=by_rule(values.registry, data["image_repository"], f"{where}.image_repository")
         if data.get("image_repository") else None,
         cluster_name=text_setting(data.get("cluster_name", "kubernetes"), f"{where}.cluster_name"),
         network=network,

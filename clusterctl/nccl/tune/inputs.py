@@ -46,7 +46,7 @@ class NicFacts:
 
     @property
     def active(self) -> bool:
-        return self.state.upper() in ("PORT_ACTIVE", "ACTIVE", "4")
+        return self.state == "PORT_ACTIVE"  # the parsers' one name for it (ibstat's Active, ibv_devinfo's 4 too)
 
     @property
     def is_ethernet(self) -> bool:
