@@ -385,8 +385,12 @@ def registry(value: Any, what: str, *, path: bool = True) -> str:
 
 
 def image_reference(value: Any, what: str) -> str:
-    """A container image or repository such as ``registry.k8s.io/pause:3.10``."""
-    return _matching(value, what, _IMAGE, "is not an image reference such as registry.k8s.io/pause:3.10.", dots=False)
+    """A container image or repository such as ``registry.k8s.io/pause:3.10``, its registry's port by the one rule."""
+    name = _matching(value, what, _IMAGE, "is not an image reference such as registry.k8s.io/pause:3.10.", dots=False)
+    first, slash, _ = name.partition("/")
+    if slash and ":" in first:  # a registry's host:port (a tag never has a '/' after it)
+        host_port(first, what)
+    return name
 
 
 def package_name(value: Any, what: str) -> str:

@@ -46,6 +46,8 @@ def test_a_registry_mirror_key_that_is_not_a_registry_is_refused_at_load(tmp_pat
     ("bootstrap:\n  alerts: {namespace: {a: b}}\n", 5, "bootstrap.alerts.namespace"),
     ("bootstrap:\n  alerts: {rule_labels: {team: 'a: b'}}\n", 5, "bootstrap.alerts.rule_labels.team"),
     ("bootstrap:\n  sandbox_image: 'registry.k8s.io/pause:3.10\"\\n'\n", 5, "bootstrap.sandbox_image"),
+    ("bootstrap:\n  sandbox_image: 'registry.lan:70000/pause:3.10'\n", 5, "bootstrap.sandbox_image"),
+    ("bootstrap:\n  image_repository: 'registry.lan:0/k8s'\n", 5, "bootstrap.image_repository"),
     ("bootstrap:\n  containerd_package: 'containerd.io; id'\n", 5, "bootstrap.containerd_package"),
     ("bootstrap:\n  nvidia_container_toolkit: \"1.18.0'\"\n", 5, "bootstrap.nvidia_container_toolkit"),
     ("bootstrap:\n  addons: {charts: {gpu-operator: {version: 'v25 && id'}}}\n", 5,
