@@ -88,6 +88,8 @@ class Artifact:
     note: str = ""
     #: apt items: the ``Packages`` index of their source for each suite the hosts use (what a probe reads).
     indexes: tuple[str, ...] = ()
+    #: charts: the ``helm pull`` archive on the control machine the inventory names (what a probe looks for).
+    archive: str | None = None
 
     @property
     def reference(self) -> str:
@@ -244,7 +246,8 @@ def _addons(settings: ClusterSettings) -> list[Artifact]:
     for release in releases:
         chart = addons.chart(release)
         archive = f"from the archive {chart.archive} (helm pull it from this repository)" if chart.archive else ""
-        out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons", note=archive))
+        out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons", note=archive,
+                            archive=chart.archive))
         templates = GPU_OPERATOR_IMAGES if release == "gpu-operator" else CHART_IMAGES[release]
         for template in templates:
             reference = template.format(version=chart.version.lstrip("v") if release != "gpu-operator"
