@@ -228,7 +228,7 @@ def render_advice(console: Console, advice: LayoutAdvice) -> None:
     # The host is copied (never cut); the rank map wraps between its entries.
     print_table(console, (Column("host", keep=True), Column("fit", keep=True), Column("TP groups"),
                           Column("rank -> GPU -> NIC")), rows, boxed=False)
-    if advice.pp > 1 or advice.dp > 1:
+    if advice.placements and (advice.pp > 1 or advice.dp > 1):
         placements = [(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
                        f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}") for p in advice.placements]
         print_table(console, (Column("DP", keep=True), Column("PP stage", keep=True), Column("host", keep=True),
