@@ -32,7 +32,7 @@ from clusterctl.inventory.cluster_sections import (
 )
 from clusterctl.inventory.model import BootstrapConfig
 from clusterctl.inventory.pins import KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
-from clusterctl.templating import label_value
+from clusterctl.templating import TemplateError, label_value
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -188,14 +188,16 @@ def kubelet_node_labels(host: Host) -> dict[str, str]:
     """Labels the kubelet sets on its own Node at registration (``--node-labels``).
 
     ``topology.kubernetes.io/zone`` is one of the few ``kubernetes.io`` labels a kubelet may set
-    on itself (NFD may not set it at all); the rack goes under clusterctl's own prefix.
+    on itself (NFD may not set it at all); the rack goes under clusterctl's own prefix. A zone or rack
+    that cannot be a label value (the survey takes ``rack 1`` as it is) is refused naming the host.
     """
     labels: dict[str, str] = {}
-    zone = host_zone(host)
-    if zone:
-        labels["topology.kubernetes.io/zone"] = label_value(zone)
-    if host.rack:
-        labels[f"{LABEL_PREFIX}/rack"] = label_value(host.rack)
+    for key, value in (("topology.kubernetes.io/zone", host_zone(host)), (f"{LABEL_PREFIX}/rack", host.rack)):
+        try:
+            if value:
+                labels[key] = label_value(value)
+        except TemplateError as exc:
+            raise UsageError(f"{key}: {exc.message}", file=host.source, field=f"hosts.{host.name}") from None
     return labels
 
 
