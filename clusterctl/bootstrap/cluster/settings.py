@@ -10,7 +10,6 @@ one set of checks.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,13 +135,10 @@ def settings_from_mapping(
     else:
         raise UsageError("no control-plane host: give one host the control-plane role.", field="hosts")
     # The inventory's defaults, whatever the CNI: Calico's Installation takes kubeadm's pod subnet as its pool.
+    # Subnets that overlap are refused where the inventory is read (``inventory.bootstrap_section``).
     pod = by_rule(values.subnet, data.get("pod_subnet") or BootstrapConfig.pod_subnet, f"{where}.pod_subnet")
     service = by_rule(values.subnet, data.get("service_subnet") or BootstrapConfig.service_subnet,
                       f"{where}.service_subnet")
-    pod_net, svc_net = ipaddress.ip_network(pod), ipaddress.ip_network(service)
-    if pod_net.version == svc_net.version and pod_net.overlaps(svc_net):
-        raise UsageError(f"pod subnet {pod} overlaps service subnet {service}.", field=f"{where}.pod_subnet",
-                         hint="Pick two separate ranges.")
     return ClusterSettings(
         kubernetes=version,
         control_plane_endpoint=cp,
