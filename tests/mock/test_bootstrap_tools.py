@@ -42,7 +42,7 @@ def test_curl_writes_a_key_file_only_into_an_existing_folder(tmp_path: Path) -> 
     assert failed.exit_code == 23 and "Failure writing output" in failed.stderr
     assert t.run("install -d -m 0755 /etc/apt/keyrings").ok
     assert t.run("curl -fsSL https://example.org/key.asc -o /etc/apt/keyrings/x.asc").ok
-    assert t.files["/etc/apt/keyrings/x.asc"].startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    assert t.get("/etc/apt/keyrings/x.asc").startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     assert t.run("curl -fsSL ftp://example.org/key -o /tmp/k").stderr == 'curl: (1) Protocol "ftp" not supported\n'
 
 
