@@ -40,6 +40,9 @@ _NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not availab
 #: ... and those that say it has no value to give (lower case): every nvidia-smi reader's one list (``-q``, the CSVs).
 NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
                                  "[insufficient permissions]"}
+#: The line nvidia-smi prints instead of a GPU it cannot open (fallen off the bus, lost), and goes on with the others:
+#: ``Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error`` (610+ name the index too).
+LOST_GPU = re.compile(r"^Unable to determine the device handle for GPU ?(?:\d+: )?(\S+): (.+)$", re.IGNORECASE)
 
 
 class GpuValues(dict[str, str]):
@@ -215,6 +218,7 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     """
     header = GpuValues()
     gpus: list[tuple[str, int, GpuValues]] = []
+    lost_gpus: list[str] = []
     stack: list[tuple[int, str]] = []
     seen_header = False
     cleaned = clean(text)
@@ -226,6 +230,11 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     annotated = any(mark in text for mark in _ANNOTATION_MARKS) or "\x1b" in text or "\x00" in text
     for line in cleaned.lines:
         raw = line.text.expandtabs(4) if tabs else line.text
+        if raw.startswith("Unable") and (lost := LOST_GPU.match(raw)):
+            lost_gpus.append(f"{lost.group(1)}: {lost.group(2)}")
+            warnings.append(ParseWarning(f"nvidia-smi could not open GPU {lost.group(1)} ({lost.group(2)}): it has "
+                                         "no block", line.number))
+            continue
         if "NVSMI LOG" in raw:
             seen_header = True
             continue
@@ -293,7 +302,7 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     cuda = _first_match(header, ("CUDA UMD Version", "CUDA Version"), _value, _VERSION)
     return NvidiaSmiQuery(
         driver_version=driver[2].group(0) if driver else None, cuda_version=cuda[2].group(0) if cuda else None,
-        gpus=healths, attached_gpus=attached, warnings=tuple(warnings),
+        gpus=healths, attached_gpus=attached, lost_gpus=tuple(lost_gpus), warnings=tuple(warnings),
     )
 
 
