@@ -42,7 +42,8 @@ NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficien
                                  "[insufficient permissions]"}
 #: The line nvidia-smi prints instead of a GPU it cannot open (fallen off the bus, lost), and goes on with the others:
 #: ``Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error`` (610+ name the index too).
-LOST_GPU = re.compile(r"^Unable to determine the device handle for GPU ?(?:\d+: )?(\S+): (.+)$", re.IGNORECASE)
+LOST_GPU = re.compile(r"^Unable to determine the device handle for GPU ?(?:\d+: )?(\S+): (.+)$",
+                      re.IGNORECASE | re.MULTILINE)
 
 
 class GpuValues(dict[str, str]):

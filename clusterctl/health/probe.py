@@ -23,6 +23,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.base import missing_reason, not_found
 from clusterctl.facts.health_model import DcgmDiag, IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
 from clusterctl.facts.model import NVLinkStatus, RDMADevices
+from clusterctl.facts.nvsmi_query import LOST_GPU
 from clusterctl.facts.sections import MARKER, split_sections
 from clusterctl.facts.shared import parse_shared
 from clusterctl.transport.base import CommandResult
@@ -175,6 +176,10 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     failed, empty = code not in (0, None), not output.text.strip()
     if empty:
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")
+    # nvidia-smi's exit for a GPU it cannot open (15: fallen off the bus) comes with the other GPUs' blocks to
+    # read, and with the line that names the lost one (GPU_MISSING).
+    if failed and probe.name == "nvidia-smi-q" and LOST_GPU.search(output.text):
+        return None
     reason = missing_reason(CommandResult(probe.command, output.text, "", code or 0, 0.0)) if failed else None
     return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None
 
