@@ -153,12 +153,6 @@ def _clock_events(values: GpuValues) -> tuple[str, ...]:
     return tuple(active)
 
 
-def _width(values: GpuValues, path: str) -> int | None:
-    """A PCIe link width as printed (``16x``)."""
-    width = (_value(values, path) or "").rstrip("x")
-    return int(width) if width.isdigit() else None
-
-
 def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
     return GpuHealth(
         index=index, bus_id=bus_id.lower(), line=line,
@@ -190,8 +184,8 @@ def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
                               "Power Readings/Power Limit", "Power Readings/Enforced Power Limit"),
         pcie_gen_current=_int(values, "PCI/GPU Link Info/PCIe Generation/Current"),
         pcie_gen_max=_int(values, "PCI/GPU Link Info/PCIe Generation/Max"),
-        pcie_width_current=_width(values, "PCI/GPU Link Info/Link Width/Current"),
-        pcie_width_max=_width(values, "PCI/GPU Link Info/Link Width/Max"),
+        pcie_width_current=_int(values, "PCI/GPU Link Info/Link Width/Current"),
+        pcie_width_max=_int(values, "PCI/GPU Link Info/Link Width/Max"),
         pcie_replays=_int(values, "PCI/Replays Since Reset"),
         reset_required=_yes(values, "GPU Reset Status/Reset Required"),
         drain_and_reset_recommended=_yes(values, "GPU Reset Status/Drain and Reset Recommended"),
@@ -233,8 +227,6 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
         raw = line.text.expandtabs(4) if tabs else line.text
         if raw.startswith("Unable") and (lost := LOST_GPU.match(raw)):
             lost_gpus.append(f"{lost.group(1)}: {lost.group(2)}")
-            warnings.append(ParseWarning(f"nvidia-smi could not open GPU {lost.group(1)} ({lost.group(2)}): it has "
-                                         "no block", line.number))
             continue
         if "NVSMI LOG" in raw:
             seen_header = True
