@@ -42,8 +42,7 @@ NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficien
                                  "[insufficient permissions]"}
 #: The line nvidia-smi prints instead of a GPU it cannot open (fallen off the bus, lost), and goes on with the others:
 #: ``Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error`` (610+ name the index too).
-LOST_GPU = re.compile(r"^Unable to determine the device handle for GPU ?(?:\d+: )?(\S+): (.+)$",
-                      re.IGNORECASE | re.MULTILINE)
+LOST_GPU = re.compile(r"^Unable to determine the device handle for GPU ?(?:\d+: )?(\S+): (.+)$", re.I | re.M)
 
 
 class GpuValues(dict[str, str]):
@@ -145,12 +144,9 @@ def _ecc(values: GpuValues) -> EccCounts:
 
 
 def _clock_events(values: GpuValues) -> tuple[str, ...]:
-    active = []
-    for path, raw in values.items():
-        top, _, name = path.partition("/")  # not "Clocks Event Reasons Counters": durations, not states
-        if top in ("Clocks Event Reasons", "Clocks Throttle Reasons") and name and raw.strip().lower() == "active":
-            active.append(name.rsplit("/", 1)[-1])
-    return tuple(active)
+    # Not "Clocks Event Reasons Counters": durations, not states.
+    return tuple(path.rsplit("/", 1)[-1] for path, raw in values.items() if raw.strip().lower() == "active"
+                 and "/" in path and path.split("/", 1)[0] in ("Clocks Event Reasons", "Clocks Throttle Reasons"))
 
 
 def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:

@@ -173,13 +173,12 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     if code == RC_MISSING:
         tool = "journalctl and dmesg" if probe.name == "kernel-log" else probe.tool
         return ProbeProblem(probe.name, tool, "missing", not_found(tool))
-    failed, empty = code not in (0, None), not output.text.strip()
+    # nvidia-smi's exit for a GPU it cannot open (15: fallen off the bus) is no failure to read: the other GPUs'
+    # blocks are there, and the line that names the lost one (GPU_MISSING).
+    failed = code not in (0, None) and not (probe.name == "nvidia-smi-q" and LOST_GPU.search(output.text))
+    empty = not output.text.strip()
     if empty:
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")
-    # nvidia-smi's exit for a GPU it cannot open (15: fallen off the bus) comes with the other GPUs' blocks to
-    # read, and with the line that names the lost one (GPU_MISSING).
-    if failed and probe.name == "nvidia-smi-q" and LOST_GPU.search(output.text):
-        return None
     reason = missing_reason(CommandResult(probe.command, output.text, "", code or 0, 0.0)) if failed else None
     return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None
 
