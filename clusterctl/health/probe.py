@@ -176,8 +176,7 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     # nvidia-smi's exit for a GPU it cannot open (15: fallen off the bus) is no failure to read: the other GPUs'
     # blocks are there, and the line that names the lost one (GPU_MISSING).
     failed = code not in (0, None) and not (probe.name == "nvidia-smi-q" and LOST_GPU.search(output.text))
-    empty = not output.text.strip()
-    if empty:
+    if not output.text.strip():
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")
     reason = missing_reason(CommandResult(probe.command, output.text, "", code or 0, 0.0)) if failed else None
     return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None
