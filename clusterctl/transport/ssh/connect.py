@@ -124,10 +124,10 @@ def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
     where = f"{target.hostname}:{target.port}"
     try:
         sock = socket.create_connection((target.hostname, target.port), timeout=timeout_s)
-    except socket.gaierror as exc:
+    except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: a name IDNA cannot encode ('a..b', a long label)
+        reason = getattr(exc, "strerror", "not a DNS name")
         raise TransportError(
-            FailureKind.UNREACHABLE,
-            f"{target.name}: cannot resolve host name {target.hostname!r} ({exc.strerror})",
+            FailureKind.UNREACHABLE, f"{target.name}: cannot resolve host name {target.hostname!r} ({reason})"
         ) from exc
     except ConnectionRefusedError as exc:
         raise TransportError(
