@@ -174,3 +174,15 @@ def test_a_host_name_that_is_no_dns_name_cannot_be_resolved_in_words(cli, tmp_pa
     assert "n2: unreachable: n2: cannot resolve host name 'x\\u202ey' (not a DNS name)" in ran.err
     assert f"cannot resolve host name '{'x' * 64}' (not a DNS name)" in ran.err
     assert "Error" not in ran.err and "\u202e" not in ran.err
+
+
+def test_a_host_name_with_colons_is_printed_as_written_never_as_an_emoji(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Rich read ':b:' in 'rack:b:1' as the emoji code of a B in a red square.
+    inventory, src, dest = local_inventory(tmp_path, "'rack:b:1'"), tmp_path / "src", tmp_path / "dest"
+    ran = cli("-i", inventory, "exec", "--", "echo hi; exit 3")
+    assert ran.code == 1
+    assert "FAILED rack:b:1: command failed (exit 3)" in ran.err
+    src.write_text("x\n")
+    copied = cli("-i", inventory, "copy", str(src), str(dest), "--yes")
+    assert f"rack:b:1: wrote {dest}" in copied.out
+    assert "│ rack:b:1 │" in cli("-i", inventory, "survey").out
