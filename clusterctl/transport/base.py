@@ -8,6 +8,7 @@ host key, authentication, timeout), with a ``FailureKind`` a user can act on.
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from collections.abc import Callable, Mapping
@@ -122,13 +123,17 @@ class PutResult:
     backup_path: str | None = None
 
 
+#: A name a POSIX shell can export: ASCII letters, digits and '_', not starting with a digit.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def env_prefix(env: Mapping[str, str] | None) -> str:
     """``export A='x' B='y'; `` with every name checked and every value quoted."""
     if not env:
         return ""
     parts = []
     for name, value in env.items():
-        if not name.replace("_", "a").isalnum() or name[0].isdigit():
+        if not ENV_NAME.fullmatch(name):
             raise ValueError(f"not a valid environment variable name: {name!r}")
         parts.append(f"{name}={shlex.quote(str(value))}")
     return "export " + " ".join(parts) + "; "
