@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clusterctl.errors import UsageError
+from clusterctl.inventory.values import ENV_NAME
 from clusterctl.nccl.sources import read_settings
-from clusterctl.transport.base import ENV_NAME
 
 
 def nccl_env(pairs: Sequence[str], env_file: str | None = None) -> dict[str, str]:

@@ -8,7 +8,6 @@ host key, authentication, timeout), with a ``FailureKind`` a user can act on.
 
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from collections.abc import Callable, Mapping
@@ -123,12 +122,10 @@ class PutResult:
     backup_path: str | None = None
 
 
-#: A name a POSIX shell can export: ASCII letters, digits and '_', not starting with a digit.
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def env_prefix(env: Mapping[str, str] | None) -> str:
     """``export A='x' B='y'; `` with every name checked and every value quoted."""
+    from clusterctl.inventory.values import ENV_NAME  # not at start-up: commands' --help import this module
+
     if not env:
         return ""
     parts = []
