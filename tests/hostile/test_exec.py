@@ -63,6 +63,16 @@ def test_out_dir_writes_one_file_per_host(cli, tmp_path: Path) -> None:  # type:
                       "stdout": None, "stderr": None, "exit_code": 0, "files": [str(out / "gpu-a1.out")]}
 
 
+def test_out_dir_gives_hosts_whose_names_differ_files_that_differ(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 'a:b' and 'a_b' both wrote a_b.out: one host's output was lost without a word.
+    out = tmp_path / "logs"
+    ran = cli("-i", local_inventory(tmp_path, "'a:b'", "a_b"), "exec", "--out-dir", str(out), "--", "echo $$")
+    assert ran.code == 0, ran.err
+    assert sorted(p.name for p in out.iterdir()) == ["a%3Ab.out", "a_b.out"]
+    assert (out / "a%3Ab.out").read_text() != (out / "a_b.out").read_text()
+    assert f"a:b: exit 0, {out / 'a%3Ab.out'}" in ran.out
+
+
 def test_an_unwritable_out_dir_stops_before_any_host_is_touched(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     blocker = tmp_path / "file"
     blocker.write_text("")
