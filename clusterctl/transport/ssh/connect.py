@@ -216,12 +216,10 @@ def open_ssh(
 
 
 def _peer_ip(sock: socket.socket | paramiko.Channel) -> str | None:
-    if isinstance(sock, socket.socket):
-        try:
-            return str(sock.getpeername()[0])
-        except OSError:
-            return None
-    return None
+    try:
+        return str(sock.getpeername()[0]) if isinstance(sock, socket.socket) else None
+    except OSError:
+        return None
 
 
 def _handshake_error(
