@@ -196,3 +196,27 @@ def test_a_host_name_with_colons_is_printed_as_written_never_as_an_emoji(cli, tm
     copied = cli("-i", inventory, "copy", str(src), str(dest), "--yes")
     assert f"rack:b:1: wrote {dest}" in copied.out
     assert "│ rack:b:1 │" in cli("-i", inventory, "survey").out
+
+
+def test_a_server_that_hangs_up_after_its_banner_is_named_without_a_python_name(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # paramiko's bare EOFError came through as "... during the SSH handshake (EOFError)".
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        connection, _ = server.accept()
+        connection.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+        connection.shutdown(socket.SHUT_WR)  # an end of file, not a reset: read until the client leaves
+        while connection.recv(4096):
+            pass
+        connection.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"hosts:\n  n1: {{address: 127.0.0.1, port: {server.getsockname()[1]}}}\n")
+    ran = cli("-i", str(inventory), "--known-hosts", str(tmp_path / "known_hosts"), "exec", "--", "true")
+    server.close()
+    assert ran.code == 1
+    assert "closed the connection during the SSH handshake\n" in ran.err and "Error" not in ran.err, ran.err

@@ -236,6 +236,6 @@ def _handshake_error(
         return TransportError(
             FailureKind.UNREACHABLE,
             f"{target.name}: {target.hostname}:{target.port} closed the connection during "
-            f"the SSH handshake ({text or type(exc).__name__})",
+            "the SSH handshake" + (f" ({text})" if text else ""),
         )
     return TransportError(FailureKind.ERROR, f"{target.name}: SSH handshake failed: {text}")
