@@ -78,15 +78,6 @@ class ReadAheadSocket:
         self._held, self._at = data, n
         return data[:n]
 
-    def send(self, data: bytes) -> int:
-        return self.sock.send(data)
-
-    def settimeout(self, timeout: float | None) -> None:
-        self.sock.settimeout(timeout)
-
-    def close(self) -> None:
-        self.sock.close()
-
     @property
     def _closed(self) -> bool:
         return bool(getattr(self.sock, "_closed", False))
