@@ -151,20 +151,20 @@ class WriteAheadJournal:
             raise UsageError(f"cannot write the undo journal ({exc.strerror}): the change was not made",
                              file=str(self.path)) from exc
 
-    def _new_entry(self, change: Change) -> int:
-        """The number of ``change``'s entry (under the lock); refused once the journal is finished."""
+    def _new_entry(self, change: Change, key: str, data: dict[str, Any], kept: dict[int, dict[str, Any]]) -> int:
+        """``change``'s entry (under the lock): written down as ``key``, ``data`` kept in ``kept`` by its number;
+        refused once the journal is finished."""
         if self._finished:  # a worker the interrupted run gave up on: the journal is closed, so no change
             raise UsageError(f"the undo journal is finished (the run stopped): not made: {change.summary}",
                              file=str(self.path or self.folder))
         self._count += 1
+        self._append({"entry": self._count, key: data})
+        kept[self._count] = data
         return self._count
 
     def before(self, change: Change) -> int:
         with self._lock:
-            entry = self._new_entry(change)
-            data = _pending_json(change)
-            self._append({"entry": entry, "pending": data})
-            self._pending[entry] = data
+            entry = self._new_entry(change, "pending", _pending_json(change), self._pending)
             self._open.add(entry)
             return entry
 
@@ -172,11 +172,8 @@ class WriteAheadJournal:
         """A temporary change (verify's GPU test pod), written down before it is set up: its undo is its
         clean-up, kept in the journal until ``cleaned``."""
         with self._lock:
-            entry = self._new_entry(change)
             data = {**record_json(GateRecord(change, applied=True, changed=True)), "temporary": True}
-            self._append({"entry": entry, "temporary": data})
-            self._temporaries[entry] = data
-            return entry
+            return self._new_entry(change, "temporary", data, self._temporaries)
 
     def cleaned(self, entry: int) -> None:
         """The temporary change of ``entry`` is cleaned up: nothing of it is left for undo."""
@@ -307,13 +304,13 @@ def journals_in(folder: Path, pattern: str = "*.json") -> tuple[list[Journal], d
     return journals, unreadable
 
 
-def newest_journal(folder: Path, kind: str | None, hosts: Collection[str] | None = None) -> Journal:
-    """``undo --last [KIND]``: the newest journal in ``folder``, of the runs of ``kind`` when given (the
-    command's first word, ``quarantine``, or the whole command, ``bootstrap phase kernel``), that changed
-    one of ``hosts`` when given (``-l``: ``changed_on``)."""
+def newest_journal(folder: Path, kind: str | None, cluster: str, hosts: Collection[str] | None = None) -> Journal:
+    """``undo --last [KIND]``: the newest journal in ``folder`` of ``cluster`` (or naming none), of the runs of
+    ``kind`` when given (the command's first word, ``quarantine``, or the whole command, ``bootstrap phase
+    kernel``), that changed one of ``hosts`` when given (``-l``: ``changed_on``)."""
     journals, _ = journals_in(folder)
     mine = [j for j in journals if (kind is None or kind in (j.command, j.command.split(" ", 1)[0]))
-            and (hosts is None or any(changed_on(r) in hosts for r in j.records))]
+            and j.cluster in (None, cluster) and (hosts is None or any(changed_on(r) in hosts for r in j.records))]
     if not mine:
         kinds = ", ".join(sorted({j.command.split(" ", 1)[0] for j in journals})) or "none"
         of = f"{kind!r} " if kind else ""

@@ -38,9 +38,13 @@ def from_inventory(host: Host) -> list[HcaInfo]:
     return [HcaInfo(name=n, link_layer=layer, rate_gbps=host.fabric.rate_gbps) for n in host.fabric.hcas]
 
 
-def _expected_only(host: Host, found: list[HcaInfo]) -> list[HcaInfo]:
-    """Keep the inventory's compute HCAs when it names them (storage cards stay out of the matrix)."""
-    return [h for h in found if h.name in host.fabric.hcas] if host.fabric.hcas else found
+def _chosen(host: Host, found: list[HcaInfo] | None, why: str, warnings: dict[str, str]) -> list[HcaInfo]:
+    """The active HCAs ``found``, the inventory's compute ones where it names them (storage cards stay out of the
+    matrix); else the inventory's, with ``why`` in ``warnings``: the one rule for a live read and a saved survey."""
+    if found:
+        return [h for h in found if h.name in host.fabric.hcas] if host.fabric.hcas else found
+    warnings[host.name] = f"HCAs from the inventory ({why})"
+    return from_inventory(host)
 
 
 def discover_hcas(runner: Runner, hosts: Sequence[Host]) -> tuple[dict[str, list[HcaInfo]], dict[str, str]]:
@@ -55,29 +59,26 @@ def discover_hcas(runner: Runner, hosts: Sequence[Host]) -> tuple[dict[str, list
     found: dict[str, list[HcaInfo]] = {}
     warnings: dict[str, str] = {}
     for outcome in fleet.outcomes:
-        if outcome.ok and outcome.value:
-            found[outcome.host.name] = _expected_only(outcome.host, outcome.value)
-        else:
-            found[outcome.host.name] = from_inventory(outcome.host)
-            why = outcome.failure.describe() if outcome.failure else "no active HCA"
-            warnings[outcome.host.name] = f"HCAs from the inventory ({why})"
+        why = outcome.failure.describe() if outcome.failure else "no active HCA"
+        found[outcome.host.name] = _chosen(outcome.host, outcome.value if outcome.ok else None, why, warnings)
     return found, warnings
 
 
-def hcas_from_survey(path: str, hosts: Sequence[Host]) -> dict[str, list[HcaInfo]]:
-    """Active HCAs per host from a saved survey report (``clusterctl survey --save FILE``).
+def hcas_from_survey(path: str, hosts: Sequence[Host]) -> tuple[dict[str, list[HcaInfo]], dict[str, str]]:
+    """Active HCAs per host from a saved survey report (``clusterctl survey --save FILE``), and warnings.
 
     Read with the survey's own loader, so the report is checked against its schema and a
     host the survey could not read falls back to the inventory's HCAs.
     """
     saved = load_saved_survey(path)
-    out: dict[str, list[HcaInfo]] = {}
+    found: dict[str, list[HcaInfo]] = {}
+    warnings: dict[str, str] = {}
     for host in hosts:
         record = saved.hosts.get(host.name)
-        nics = record.nics if record is not None else ()
-        hcas = active_hcas((n.name, n.ports) for n in nics)
-        out[host.name] = _expected_only(host, hcas) if hcas else from_inventory(host)
-    return out
+        hcas = active_hcas((n.name, n.ports) for n in record.nics) if record else None
+        why = "no active HCA in" if record else "not in"
+        found[host.name] = _chosen(host, hcas, f"{why} the saved survey {path}", warnings)
+    return found, warnings
 
 
 def choose_hcas(runner: Runner, hosts: Sequence[Host], *, survey: str | None, given: Sequence[str] = (),
@@ -88,7 +89,7 @@ def choose_hcas(runner: Runner, hosts: Sequence[Host], *, survey: str | None, gi
     Returns (host -> HCAs, host -> warning).
     """
     if survey:
-        return hcas_from_survey(survey, hosts), {}
+        return hcas_from_survey(survey, hosts)
     if given or not discover:
         return {h.name: from_inventory(h) for h in hosts}, {}
     return discover_hcas(runner, hosts)

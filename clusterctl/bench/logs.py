@@ -13,6 +13,7 @@ from clusterctl.bench.payload import nccl_record, perftest_record
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.facts.nccltests import parse_nccl_tests
 from clusterctl.facts.perftest import parse_perftest
+from clusterctl.facts.rdma import link_rate
 from clusterctl.findings import Finding
 from clusterctl.inputfile import read_text_input
 from clusterctl.inventory.model import Fabric
@@ -52,8 +53,8 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, limits:
 def saved_survey_ports(path: str) -> dict[str, list[tuple[str, float]]]:
     """Each host's active ports (NIC name, Gb/s) in the saved survey ``path``, of its fabric NICs where the survey
     marks any, else of every NIC: the links a multi-node nccl-tests log is judged against."""
-    return {name: [(nic.name, port.rate_gbps) for nic in host.nics if nic.fabric or not any(n.fabric for n in host.nics)
-                   for port in nic.ports if port.state == "PORT_ACTIVE" and port.rate_gbps]
+    return {name: [(nic.name, rate) for nic in host.nics if nic.fabric or not any(n.fabric for n in host.nics)
+                   for port in nic.ports if (rate := link_rate(port))]
             for name, host in load_saved_survey(path).hosts.items()}
 
 

@@ -56,6 +56,8 @@ class NcclHostRun:
     #: Host -> (NIC, Gb/s) of its active fabric ports, what a multi-node run's links carry (None: not read).
     nic_ports: Mapping[str, Sequence[tuple[str, float]]] | None = None
     nic_ports_from: tuple[str, str] = FROM_SURVEY
+    #: Why the host's GPUs could not be counted (``nvidia-smi -L``), naming it: the run went without ``-g``.
+    gpus_unknown: str | None = None
 
     @property
     def busbw_gbs(self) -> float | None:
@@ -113,9 +115,12 @@ def hostfile_text(hosts: Sequence[Host], gpus: int | None) -> str:
     return "".join(f"{h.connect_address}{slots}\n" for h in hosts)
 
 
-def _count_gpus(transport: Transport) -> int | None:
-    listed, _ = read_fact(transport, GPU_LIST)  # an unreadable line leaves the count unknown, not one more
-    return len(listed) if listed else None
+def _count_gpus(transport: Transport) -> tuple[int | None, str | None]:
+    """The host's GPUs, else why they are unknown (an unreadable line leaves the count unknown, not one more)."""
+    listed, missing = read_fact(transport, GPU_LIST)
+    why = missing.reason if missing else "no GPU listed"
+    return (len(listed), None) if listed else (None, f"{GPU_LIST.command} on {transport.host.name} gave no GPU "
+                                                     f"count ({why})")
 
 
 def _host_run(host: str, command: str, text: str, exit_code: int, env: Mapping[str, str]) -> NcclHostRun:
@@ -160,12 +165,12 @@ def run_nccl_test(
         raise UsageError("bench nccl needs at least one host")
 
     def task(transport: Transport) -> NcclHostRun:
-        counted = None if gpus else _count_gpus(transport)
+        counted, unknown = (None, None) if gpus else _count_gpus(transport)
         command = " ".join(shlex.quote(a) for a in test_args(gpus or counted))
         result = transport.run(command, env=environment or None, timeout=timeout_s)
         run = _host_run(transport.host.name, command, result.stdout + result.stderr, result.exit_code, environment)
         # Read with the run: a figure the host's own links cannot give is a finding, not "ok".
-        return replace(run, host_gpus=counted, nvlinks=read_fact(transport, NVLINK)[0])
+        return replace(run, host_gpus=counted, gpus_unknown=unknown, nvlinks=read_fact(transport, NVLINK)[0])
 
     if multi_node:
         ports = _nic_ports(runner, hosts)  # read before mpirun takes the links
@@ -193,7 +198,7 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
     hostfile = f"/tmp/clusterctl-hostfile-{secrets.token_hex(4)}"
 
     def task(transport: Transport) -> NcclHostRun:
-        ngpus = gpus or _count_gpus(transport)
+        ngpus, unknown = (gpus, None) if gpus else _count_gpus(transport)
         name = transport.host.name
         write = Change.write_file(name, hostfile, hostfile_text(hosts, ngpus), current=None, sudo=False, backup=False,
                                   summary="mpirun hostfile")
@@ -201,8 +206,8 @@ def _run_multi(runner: Runner, hosts: Sequence[Host], op: str, env: dict[str, st
         command = mpirun_command(hostfile, len(hosts), test_args(ngpus), env)
         with gate.temporary(transport, [write], [remove]):
             result = transport.run(command, timeout=timeout_s)
-        return _host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr, result.exit_code,
-                         env)
+        return replace(_host_run("+".join(h.name for h in hosts), command, result.stdout + result.stderr,
+                                 result.exit_code, env), gpus_unknown=unknown)
 
     (outcome,) = runner.run_task(hosts[:1], task, label=f"bench nccl: mpirun {op}", timeout_s=timeout_s + 30).outcomes
     return _run_of(outcome)
@@ -231,6 +236,9 @@ def judge_nccl(runs: Sequence[NcclHostRun], op: str, expected: Mapping[str, obje
     else the run's ``nic_ports``). A fact the run lacks (a saved log's NVLinks) skips the check that needs it."""
     findings = [bench_finding(Severity.ERROR, "NCCL_FAILED", r.host, r.error, about_kind=about_kind)
                 for r in runs if r.error]
+    findings += [bench_finding(Severity.WARNING, "GPU_COUNT_UNKNOWN", r.host, f"{r.gpus_unknown}: nccl-tests ran "
+                               "without -g, on one GPU, and its ranks were not checked against the host's GPUs",
+                               about_kind=about_kind) for r in runs if r.gpus_unknown]
     for r in runs:
         if r.result is None:
             continue

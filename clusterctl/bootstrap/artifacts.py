@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.bootstrap.apt_sources import chosen_repos, packages_index_url, wanted_packages
+from clusterctl.bootstrap.cluster.addons import TEST_POD_IMAGE, addon_plan
 from clusterctl.bootstrap.cluster.kubeadm_images import kubeadm_images
 from clusterctl.bootstrap.cluster.network import cni_images
 from clusterctl.bootstrap.cluster.settings import site_image
@@ -88,6 +89,8 @@ class Artifact:
     note: str = ""
     #: apt items: the ``Packages`` index of their source for each suite the hosts use (what a probe reads).
     indexes: tuple[str, ...] = ()
+    #: charts: the ``helm pull`` archive on the control machine the inventory names (what a probe looks for).
+    archive: str | None = None
 
     @property
     def reference(self) -> str:
@@ -237,19 +240,17 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
 
 
 def _addons(settings: ClusterSettings) -> list[Artifact]:
-    addons = settings.addons
-    releases = ("gpu-operator",) if addons.mode == "gpu-operator" else (
-        "node-feature-discovery", "nvidia-device-plugin", "dcgm-exporter")
     out: list[Artifact] = []
-    for release in releases:
-        chart = addons.chart(release)
+    # The charts the gpu-addons phase installs in this mode, in its order.
+    for chart in (r.chart for r in addon_plan(settings, runtime_class=False, service_monitor=False).releases):
         archive = f"from the archive {chart.archive} (helm pull it from this repository)" if chart.archive else ""
-        out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons", note=archive))
-        templates = GPU_OPERATOR_IMAGES if release == "gpu-operator" else CHART_IMAGES[release]
-        for template in templates:
-            reference = template.format(version=chart.version.lstrip("v") if release != "gpu-operator"
-                                        else chart.version)
-            out.append(_image(site_image(reference, addons.image_registry), "gpu-addons", f"chart {chart.chart}"))
+        out.append(Artifact("chart", chart.chart, chart.version, chart.repository, "gpu-addons", note=archive,
+                            archive=chart.archive))
+        operator = chart.release == "gpu-operator"
+        for template in GPU_OPERATOR_IMAGES if operator else CHART_IMAGES[chart.release]:
+            reference = template.format(version=chart.version if operator else chart.version.lstrip("v"))
+            out.append(_image(site_image(reference, settings.addons.image_registry), "gpu-addons",
+                              f"chart {chart.chart}"))
     return out
 
 
@@ -260,7 +261,6 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
     ``releases``: each host's OS as its ``/etc/os-release`` says (what the packages phase reads):
     apt sources are chosen from it as the plan chooses them; a host not in it is said to be unknown.
     """
-    from clusterctl.bootstrap.cluster.addons import TEST_POD_IMAGE
     from clusterctl.bootstrap.cluster.settings import GPU_ADDONS_PHASE, NETWORK_PHASE, cluster_settings, left_to_site
 
     settings = cluster_settings(inventory)

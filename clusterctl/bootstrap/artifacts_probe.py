@@ -146,10 +146,9 @@ def probe(found: ArtifactList, run: Runner, mirrors: Mapping[str, Sequence[str]]
         if artifact.kind == "apt-package":
             results.append(_probe_package(artifact, fetch))
         elif artifact.kind == "chart":
-            if "archive" in artifact.note:
-                path = artifact.note.split("archive ", 1)[1].split(" ", 1)[0]
-                there = Path(path).expanduser().is_file()
-                results.append(ProbeResult(artifact, "present" if there else "missing", path,
+            if artifact.archive:
+                there = Path(artifact.archive).expanduser().is_file()
+                results.append(ProbeResult(artifact, "present" if there else "missing", artifact.archive,
                                            "chart archive on the control machine" if there else "no such file"))
                 continue
             url = artifact.source.rstrip("/") + "/index.yaml"

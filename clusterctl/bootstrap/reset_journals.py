@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterctl.changes import MAKES_CNI, GateRecord
+from clusterctl.changes import MAKES_CNI, MAKES_PACKAGE, GateRecord
 from clusterctl.undo_journal import journals_in
 
 #: The reset phase's own journals (``bootstrap phase reset``) record what reset did, not what bootstrap made.
@@ -43,6 +43,9 @@ class ResetJournals:
     #: CNIs bootstrap's network phase installed on this fleet (``cni:calico``), read from any of its
     #: journals: the CNI's DaemonSet wrote its files on every node, not only where the phase ran.
     cnis: frozenset[str] = frozenset()
+    #: Host -> the packages bootstrap installed there (absent before), sorted, from used journals too: a
+    #: reset leaves them installed and says a rerun with ``--purge-packages`` purges them.
+    packages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Journals that could not be read (path -> why), named in the plan rather than silently skipped.
     unreadable: Mapping[str, str] = field(default_factory=dict)
 
@@ -55,13 +58,17 @@ def bootstrap_journals(folder: Path, *, cluster: str, fleet: str) -> ResetJourna
                 and j.command != RESET_COMMAND and j.command.startswith("bootstrap")]
     hosts: dict[str, list[HostJournal]] = {}
     cnis: set[str] = set()
+    packages: dict[str, set[str]] = {}
     for journal in journals:
         by_host: dict[str, list[GateRecord]] = {}
         for record in journal.records:
             by_host.setdefault(record.change.host, []).append(record)
             cnis.update(tag[len(MAKES_CNI):] for tag in record.change.makes if tag.startswith(MAKES_CNI))
+            packages.setdefault(record.change.host, set()).update(
+                tag[len(MAKES_PACKAGE):] for tag in record.change.makes if tag.startswith(MAKES_PACKAGE))
         for host, records in by_host.items():
             mine = hosts.setdefault(host, [])
             if host not in journal.used:
                 mine.append(HostJournal(str(journal.path), tuple(records)))
-    return ResetJournals(str(folder), {h: tuple(j) for h, j in hosts.items()}, frozenset(cnis), unreadable)
+    return ResetJournals(str(folder), {h: tuple(j) for h, j in hosts.items()}, frozenset(cnis), unreadable=unreadable,
+                         packages={h: tuple(sorted(p)) for h, p in packages.items()})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import STATE_DIR, app_context
 from clusterctl.terminal_layout import Column, print_table
 from clusterctl.terminal_text import one_line
 
@@ -45,35 +45,32 @@ def certs_check(
     ctx: typer.Context,
     warn_days: int = typer.Option(30, "--warn-days", min=0, metavar="N", help="Warn when fewer days are left."),
 ) -> None:
+    from clusterctl.cli.findings_view import print_findings
     from clusterctl.day2.certs import check
     from clusterctl.findings import fails
 
     app = app_context(ctx)
     with app.runner() as runner:
         report = check(runner, list(app.hosts()), warn_days=warn_days)
-    app.emit(report.to_json(), lambda: _print_check(app, report), failed=fails(report.findings))
 
+    def table() -> None:
+        rows: list[tuple[str, str, str, str, str]] = []
+        for host in report.hosts:
+            if host.expiration is None:
+                rows.append((host.host, "(unread)", one_line(host.error or ""), "", ""))
+                continue
+            for cert in (*host.expiration.certificates, *host.expiration.authorities):
+                rows.append((host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
+                             cert.authority or ("(authority)" if cert in host.expiration.authorities else "")))
+            rows += [(host.host, name, "MISSING", "", "") for name in host.expiration.missing]
+        # Host, certificate and expiry are what a user acts on: never cut; the signer goes first.
+        print_table(app.console, (Column("host", keep=True), Column("certificate", keep=True),
+                                  Column("expires", keep=True), Column("days left", keep=True, justify="right"),
+                                  Column("signed by", keep=True, drop_order=1)), rows, title="kubeadm certificates")
+        if report.findings:  # each with its fix, as every report prints findings
+            print_findings(app.console, report.findings)
 
-def _print_check(app: AppContext, report: object) -> None:
-    from clusterctl.cli.findings_view import print_findings
-    from clusterctl.day2.certs import CertsReport
-
-    assert isinstance(report, CertsReport)
-    rows: list[tuple[str, str, str, str, str]] = []
-    for host in report.hosts:
-        if host.expiration is None:
-            rows.append((host.host, "(unread)", one_line(host.error or ""), "", ""))
-            continue
-        for cert in (*host.expiration.certificates, *host.expiration.authorities):
-            rows.append((host.host, cert.name, f"{cert.expires:%Y-%m-%d %H:%M}", str(cert.days_left(report.now)),
-                         cert.authority or ("(authority)" if cert in host.expiration.authorities else "")))
-        rows += [(host.host, name, "MISSING", "", "") for name in host.expiration.missing]
-    # Host, certificate and expiry are what a user acts on: never cut; the signer goes first.
-    print_table(app.console, (Column("host", keep=True), Column("certificate", keep=True),
-                              Column("expires", keep=True), Column("days left", keep=True, justify="right"),
-                              Column("signed by", keep=True, drop_order=1)), rows, title="kubeadm certificates")
-    if report.findings:  # each with its fix, as every report prints findings
-        print_findings(app.console, report.findings)
+    app.emit(report.to_json(), table, failed=fails(report.findings))
 
 
 @certs_app.command("renew", help="""kubeadm certs renew all, then restart the static pods; one control plane at a time.

@@ -22,7 +22,7 @@ srun --export=..., mpirun -x ..., docker run -e ...), Dockerfiles (ENV, ARG, RUN
 Kubernetes manifests (container env:, command/args, ConfigMap data:). Variables of well-known
 plugins (GPUDirect-TCPX/TCPXO, aws-ofi-nccl, nccl-rdma-sharp-plugins) are reported as info.
 '-' reads standard input. Exits 1 when a finding is an error (or a warning, with --strict),
-2 when an input cannot be read.
+or a file no setting was read from; 2 when an input cannot be read.
 
 Examples:
 

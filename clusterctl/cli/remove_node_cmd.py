@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, AppContext, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.errors import ExitCode
 
 HELP = """\
@@ -39,6 +39,7 @@ def remove_node_command(
     drain_timeout: float = DRAIN_TIMEOUT,
     state_dir: str | None = STATE_DIR,
 ) -> None:
+    from clusterctl.cli.changes_view import say_plan_step
     from clusterctl.day2.remove_node import remove_node
 
     app = app_context(ctx)
@@ -49,32 +50,27 @@ def remove_node_command(
     with app.runner() as runner:
         report = remove_node(inventory, target, runner, apply=not dry_run, drain_timeout_s=drain_timeout,
                              state_dir=state_dir)
-    app.emit(report.to_json(), lambda: _print(app, report))
+
+    def human() -> None:
+        say = app.say
+        kind = "control plane" if report.control_plane else "worker"
+        say(f"remove {report.host} ({kind}) through {report.via}" + (f"; etcd: {report.etcd}" if report.etcd else ""))
+        for number, step in enumerate(report.steps, 1):
+            state = "" if not report.applied else f" [{step['status']}]"
+            say(f"  {number}. {step['step']}: {step['summary']} (on {step['runs_on']}){state}"
+                + (f": {step['message']}" if step["message"] else ""), soft_wrap=False, indent=5)
+            if not report.applied:
+                say_plan_step(app, [change.describe() for change in step["changes"]], step["waits"])
+        for note in report.notes:
+            app.note(note)
+        if report.nothing_to_do:
+            say("nothing to do: the host is not part of the cluster")
+        elif not report.applied:
+            say("PLAN (nothing was changed)")
+        elif not report.failed:
+            say(f"removed: {report.host} (still in the inventory; 'clusterctl bootstrap' joins it again)")
+
+    app.emit(report.to_json(), human)
     if report.failed:
         app.say(f"FAILED {host}: {report.failed}", err=True, soft_wrap=False)
         raise typer.Exit(ExitCode.FAILED)
-
-
-def _print(app: AppContext, report: object) -> None:
-    from clusterctl.cli.changes_view import say_plan_step
-    from clusterctl.day2.remove_node import RemovalReport
-
-    assert isinstance(report, RemovalReport)
-
-    say = app.say
-    kind = "control plane" if report.control_plane else "worker"
-    say(f"remove {report.host} ({kind}) through {report.via}" + (f"; etcd: {report.etcd}" if report.etcd else ""))
-    for number, step in enumerate(report.steps, 1):
-        state = "" if not report.applied else f" [{step['status']}]"
-        say(f"  {number}. {step['step']}: {step['summary']} (on {step['runs_on']}){state}"
-            + (f": {step['message']}" if step["message"] else ""), soft_wrap=False, indent=5)
-        if not report.applied:
-            say_plan_step(app, [change.describe() for change in step["changes"]], step["waits"])
-    for note in report.notes:
-        app.note(note)
-    if report.nothing_to_do:
-        say("nothing to do: the host is not part of the cluster")
-    elif not report.applied:
-        say("PLAN (nothing was changed)")
-    elif not report.failed:
-        say(f"removed: {report.host} (still in the inventory; 'clusterctl bootstrap' joins it again)")

@@ -63,7 +63,7 @@ def undo_command(
                                        "revert nothing."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be restored; change nothing."),
     force: bool = typer.Option(False, "--force", help="Undo files changed since the run, and replay a journal "
-                               "that was already used."),
+                               "that was already used or written for another cluster."),
     yes: bool = YES,
     skip_checks: bool = typer.Option(False, "--skip-checks", help="Return quarantined nodes to service without "
                                      "release's health and NCCL checks."),
@@ -88,8 +88,13 @@ def undo_command(
     # -l selects what the journal changed: a node changed through its cluster's control plane is the node
     # (named as Slurm names it, for a Slurm drain).
     selected = {n for h in app.hosts() for n in (h.name, slurm_node_name(h))} if app.limit else None
-    read = newest_journal(folder, journal, selected) if last else read_journal(str(journal), folder)
+    cluster = app.inventory().name
+    read = newest_journal(folder, journal, cluster, selected) if last else read_journal(str(journal), folder)
     journal = str(read.path) if last else str(journal)
+    if read.cluster not in (None, cluster) and not force:
+        raise UsageError(f"this journal was written for the cluster '{read.cluster}', not '{cluster}': undoing it "
+                         "here would change this cluster's hosts of the same names.", file=journal,
+                         hint="Give that cluster's inventory (-i), or pass --force to undo it here anyway.")
     if last:
         app.say(f"the newest {read.command} journal: {journal}", err=True, soft_wrap=False)
     records = [r for r in read.records if selected is None or changed_on(r) in selected]

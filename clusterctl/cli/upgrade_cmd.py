@@ -192,7 +192,7 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
     if not report.applied:
         number = 0
         for host in report.hosts:
-            if not host.pending:
+            if not host.steps:
                 say(f"\n{host.host} ({host.role}): {host.status.value}")
                 continue
             say(f"\n{host.host} ({host.role}): kubelet {host.kubelet or '?'}"
@@ -218,10 +218,12 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
         say(f"{step['step']}: {step['message']}", soft_wrap=False)
     for note in report.notes:
         app.note(note)
+    only = f"phase {', '.join(report.only)}" if report.only else None
     if report.nothing_to_do:
-        say("nothing to do: every node runs " + report.target + " with the inventory's pins")
+        say(f"nothing to do in {only}" if only else f"nothing to do: every node runs {report.target} with the "
+            "inventory's pins")
     elif report.applied and report.ok:
-        say(f"upgraded: every node runs {report.target}")
+        say(f"done: {only} (not the whole upgrade)" if only else f"upgraded: every node runs {report.target}")
     elif not report.applied and report.ok:
         say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out",
             soft_wrap=False)

@@ -38,13 +38,8 @@ class Rendered:
     textfile: str
 
 
-def dashboard_json(builder_output: Any) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(json.dumps(builder_output.build(), cls=JSONEncoder))
-    return data
-
-
 def render(inputs: DashboardInputs, *, namespace: str = "monitoring", folder: str = "GPU cluster") -> Rendered:
-    boards = {stem: dashboard_json(build(inputs)) for stem, build in BUILDERS.items()}
+    boards = {stem: json.loads(json.dumps(build(inputs).build(), cls=JSONEncoder)) for stem, build in BUILDERS.items()}
     return Rendered(boards, configmaps_yaml(boards, inputs.cluster, namespace, folder), textfile_text(inputs))
 
 

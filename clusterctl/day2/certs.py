@@ -338,7 +338,7 @@ def renew_summary(report: RunReport) -> list[dict[str, Any]]:
         elif not results:
             row.update(status="not started", message="an earlier control plane failed or the run was interrupted")
         else:
-            row["status"] = "renewed" if report.applied else "planned"
+            row["status"] = ("renewed" if "renew" in report.phases else "done") if report.applied else "planned"
         days = [f.evidence.get("soonest_days_left") for r in results for f in r.findings if f.code == "CERTS_RENEWED"]
         if days:
             row["soonest_days_left"] = days[0]

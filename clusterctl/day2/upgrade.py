@@ -105,6 +105,9 @@ class NodeOutcome(str, Enum):
     UPGRADED = "upgraded"
     FAILED = "failed"
     NOT_STARTED = "not started"
+    #: Some phases alone (``upgrade phase NAME``, ``--skip-phases``): what they did, not the node's version.
+    CHANGED = "changed"
+    NOTHING_TO_DO = "nothing to do"
 
 
 @dataclass
@@ -118,10 +121,6 @@ class HostUpgrade:
     steps: list[dict[str, Any]] = field(default_factory=list)
     status: NodeOutcome = NodeOutcome.PLANNED
     message: str = ""
-
-    @property
-    def pending(self) -> bool:
-        return bool(self.steps)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"host": self.host, "role": self.role, "status": self.status.value,
@@ -148,10 +147,12 @@ class UpgradeReport:
     #: Why the rollout stopped early (a node's failure, a lock); None: it ran to the end (or was a plan).
     stopped: str | None = None
     undo_journal: str | None = None
+    #: The phases run when not all of them (``upgrade phase NAME``, ``--skip-phases``); ``None``: the whole upgrade.
+    only: list[str] | None = None
 
     @property
     def nothing_to_do(self) -> bool:
-        return self.ok and not any(h.pending for h in self.hosts) and not any(s["changes"] for s in self.addons)
+        return self.ok and not any(h.steps for h in self.hosts) and not any(s["changes"] for s in self.addons)
 
     @property
     def ok(self) -> bool:
@@ -571,12 +572,12 @@ def _target(request: UpgradeRequest, first: Host, store: ProgressStore | None) -
             raise UsageError(f"not a clusterctl upgrade progress file: no target version. Remove {path} and run "
                              "'clusterctl upgrade apply --to X' without --resume (nodes already upgraded are "
                              "skipped).", file=str(path))
-        if wanted and parse(wanted).text != saved:
+        if wanted is not None and parse(wanted).text != saved:
             raise UsageError(f"--resume: the interrupted upgrade was to {saved}, not {wanted}",
                              field="--to", hint=f"Resume with --to {saved} (or without --to).")
         wanted = saved
     pin = first.stack.kubernetes
-    if not wanted:
+    if wanted is None:
         if not pin:
             raise UsageError("no version to upgrade to: give --to X or pin stack.kubernetes", field="--to")
         wanted = pin
@@ -646,7 +647,9 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
         _fill(report, None, rollout, order)
         report.stopped = first_few([f.message for f in report.findings if f.severity is Severity.ERROR], 3)
         return report
-    phases = select_phases(upgrade_phases(rollout), request.phase, request.skip_phases, command="upgrade")
+    every = upgrade_phases(rollout)
+    phases = select_phases(every, request.phase, request.skip_phases, command="upgrade")
+    report.only = [p.name for p in phases] if len(phases) < len(every) else None
     run_hosts = [h for h, _ in order]
     if store is not None:
         store.run = {"target": target.text, "cordoned_before": sorted(cordoned)}
@@ -680,9 +683,11 @@ def _fill(report: UpgradeReport, run: RunReport | None, rollout: Rollout, order:
         elif name in failed:
             row.status, row.message = NodeOutcome.FAILED, failed[name]
         elif not row.steps:
-            row.status = NodeOutcome.UP_TO_DATE
+            row.status = NodeOutcome.UP_TO_DATE if report.only is None else NodeOutcome.NOTHING_TO_DO
+        elif report.applied:
+            row.status = NodeOutcome.UPGRADED if report.only is None else NodeOutcome.CHANGED
         else:
-            row.status = NodeOutcome.UPGRADED if report.applied else NodeOutcome.PLANNED
+            row.status = NodeOutcome.PLANNED
         if name in rollout.cordoned_before and not row.message:
             row.message = "cordoned before the upgrade: left cordoned"
         report.hosts.append(row)

@@ -118,26 +118,26 @@ def _ask(transport: Transport, reads: Sequence[Read]) -> str:
     return hashlib.sha256(f"{result.exit_code}\0{result.stdout}\0{result.stderr}".encode()).hexdigest()
 
 
+def _digests(runner: Runner, reads: Sequence[tuple[Host, Sequence[Read]]], label: str) -> dict[str, str]:
+    """Each host's digest of its one batched read (none for a host that does not answer)."""
+    if not reads:
+        return {}
+    by_name = {h.name: r for h, r in reads}
+    fleet = runner.run_task([h for h, _ in reads], lambda t: _ask(t, by_name[t.host.name]), label=label)
+    return {o.host.name: str(o.value) for o in fleet.outcomes if o.ok and o.value}
+
+
 def confirm_hosts(runner: Runner, candidates: Sequence[tuple[Host, HostRecord]]) -> set[str]:
     """The hosts whose one batched read answers as recorded (a host that fails to answer is not confirmed)."""
-    if not candidates:
-        return set()
-    records = {h.name: r for h, r in candidates}
-    fleet = runner.run_task([h for h, _ in candidates], lambda t: _ask(t, records[t.host.name].reads),
-                            label="confirm")
-    return {o.host.name for o in fleet.outcomes if o.ok and o.value == records[o.host.name].digest}
+    digests = _digests(runner, [(h, r.reads) for h, r in candidates], "confirm")
+    return {h.name for h, r in candidates if digests.get(h.name) == r.digest}
 
 
 def record_hosts(runner: Runner, store: HostConfirmations, entries: Sequence[tuple[Host, str, tuple[str, ...],
                                                                                   tuple[Read, ...]]]) -> None:
     """Run each host's batched read once and keep its digest (hosts that do not answer keep none)."""
-    if not entries:
-        return
-    by_name = {h.name: (inputs, phases, reads) for h, inputs, phases, reads in entries}
-    fleet = runner.run_task([h for h, *_ in entries], lambda t: _ask(t, by_name[t.host.name][2]),
-                            label="record confirmation")
+    digests = _digests(runner, [(h, reads) for h, _, _, reads in entries], "record confirmation")
     when = utc_stamp()
-    for outcome in fleet.outcomes:
-        inputs, phases, reads = by_name[outcome.host.name]
-        store.put(outcome.host.name, HostRecord(inputs, phases, reads, str(outcome.value), when)
-                  if outcome.ok and outcome.value else None)
+    for host, inputs, phases, reads in entries:
+        digest = digests.get(host.name)
+        store.put(host.name, HostRecord(inputs, phases, reads, digest, when) if digest else None)

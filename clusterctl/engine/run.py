@@ -447,8 +447,7 @@ def _after_interrupt(run: _Run) -> str:
     _finish(run)
     report, settings = run.report, run.settings
     # The journal is named once, in the line that says what undoing it does, not also as a note.
-    said = undo_line(report.undo_journal)
-    lines = [note for note in report.notes if not report.undo_journal or note != said]
+    lines = [note for note in report.notes if not report.undo_journal or note != undo_line(report.undo_journal)]
     if report.undo_journal:
         lines.append(f"to take back what this run changed: clusterctl undo {report.undo_journal}")
     if settings.resume_hint:
@@ -586,13 +585,10 @@ def _confirm_unchanged(run: _Run) -> frozenset[str]:
     assert store is not None and inputs_digest is not None
     candidates = []
     for host, own in _applicable(run).items():
-        record = store.get(host)
+        record, entry = store.get(host), inventory.host(host)
         changing = [p for p in own if not p.read_only]
-        if record is None or not changing or any(not p.confirmable or p.name not in record.phases
-                                                 for p in changing):
-            continue
-        entry = inventory.host(host)
-        if record.inputs == inputs_digest(entry):
+        if record is not None and changing and all(p.confirmable and p.name in record.phases for p in changing) \
+                and record.inputs == inputs_digest(entry):
             candidates.append((entry, record))
     confirmed = confirm_hosts(run.runner, candidates)
     if confirmed:

@@ -26,8 +26,6 @@ SITE_OWN = "none"
 CNI_NAMES: tuple[str, ...] = ("calico", "flannel", SITE_OWN)
 ADDON_MODES: tuple[str, ...] = ("device-plugin", "gpu-operator", SITE_OWN)
 AddonMode = Literal["device-plugin", "gpu-operator", "none"]
-#: The pod subnet where the CNI is the site's own and no ``pod_subnet`` is given (the inventory's default).
-SITE_CNI_POD_SUBNET = "10.244.0.0/16"
 T = TypeVar("T")
 
 

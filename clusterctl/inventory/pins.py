@@ -115,21 +115,19 @@ class CNIPin:
     manifests: tuple[str, ...]
     #: Images clusterctl writes into its own manifest, upstream registry first.
     images: tuple[str, ...]
-    default_pod_subnet: str
     source: str
 
 
 CNI_PINS: dict[str, CNIPin] = {
     "calico": CNIPin(
         "calico", "v3.31.7", "https://raw.githubusercontent.com/projectcalico/calico/v3.31.7/manifests",
-        ("operator-crds.yaml", "tigera-operator.yaml"), (), "192.168.0.0/16",
+        ("operator-crds.yaml", "tigera-operator.yaml"), (),
         "projectcalico/calico tags: v3.31.7 is the newest 3.31 patch (read 2026-12-01); manifests as in "
         "docs.tigera.io/calico/latest/getting-started/kubernetes/self-managed-onprem/onpremises (operator install)",
     ),
     "flannel": CNIPin(
         "flannel", "v0.28.10", "https://github.com/flannel-io/flannel/releases/download/v0.28.10", (),
         ("ghcr.io/flannel-io/flannel:v0.28.10", "ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3"),
-        "10.244.0.0/16",
         "github.com/flannel-io/flannel v0.28.10 on the Go module proxy (2026-10-08, read 2026-12-01): its "
         "Documentation/kube-flannel.yml references these two images",
     ),

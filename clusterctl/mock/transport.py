@@ -15,7 +15,6 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Iterator, MutableMapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +23,7 @@ from clusterctl.errors import UsageError
 from clusterctl.mock.machine import MockMachine, SimulatedFailure
 from clusterctl.mock.power import powered_off
 from clusterctl.mock.profile import Profile, load_profile
-from clusterctl.mock.state import FileTree, ReadOnlyViolation, StateError, read_only
+from clusterctl.mock.state import ReadOnlyViolation, StateError, read_only
 from clusterctl.mock.turns import simulating
 from clusterctl.secret import mask_text
 from clusterctl.transport.base import (
@@ -51,33 +50,6 @@ def state_folder_for(host: Host, profile: Profile) -> Path:
     from clusterctl.inventory.mock_state import default_state_folder
 
     return default_state_folder(None, str(profile.root))
-
-
-class TreeFiles(MutableMapping[str, bytes]):
-    """A dict-like view of a mock host's files: host path -> content."""
-
-    def __init__(self, fs: FileTree) -> None:
-        self.fs = fs
-
-    def __getitem__(self, path: str) -> bytes:
-        data = self.fs.read(path)
-        if data is None:
-            raise KeyError(path)
-        return data
-
-    def __setitem__(self, path: str, data: bytes) -> None:
-        self.fs.write(path, data)
-
-    def __delitem__(self, path: str) -> None:
-        if not self.fs.remove(path):
-            raise KeyError(path)
-
-    def __iter__(self) -> Iterator[str]:
-        root = self.fs.root
-        return iter(["/" + str(p.relative_to(root)) for p in sorted(root.rglob("*")) if p.is_file()])
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 class MockTransport(Transport):
@@ -207,16 +179,6 @@ class MockTransport(Transport):
 
     def get(self, path: str, *, sudo: bool = False) -> bytes | None:
         return self.machine.host.fs.read_inside(path)
-
-    @property
-    def files(self) -> TreeFiles:
-        """The host's files by path, read and written through its tree (``files["/etc/x"] = b"..."``)."""
-        return TreeFiles(self.machine.host.fs)
-
-    @property
-    def state(self) -> dict[str, str]:
-        """The ``set_state`` values rules have set so far."""
-        return self.machine.host.values()
 
     def close(self) -> None:
         self._closed = True

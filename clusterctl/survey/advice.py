@@ -249,7 +249,7 @@ def _explain(hosts: Sequence[AdviceHost], advice: Sequence[HostAdvice], tp: int,
                      "NCCL_IB_HCA / the rank's NIC accordingly.")
     else:
         lines.append("No NIC is near the GPUs: inter-host traffic will cross the CPU (no GPUDirect RDMA).")
-    if pp > 1:
+    if pp > 1 and dp:  # no replica fits: none spans hosts
         hosts_per_replica = max(1, -(-tp * pp // gpus_per_host))
         racks_of: dict[int, set[str | None]] = {}
         for p in placements:

@@ -69,14 +69,15 @@ def _fleet_row(host: HostReport) -> dict[str, str]:
     state = host.state
     if state.facts is None:
         row = dict.fromkeys(FLEET_COLUMNS, "")
-        row.update(host=f"[bold red]{state.name}[/]", rack=state.host.rack or "", findings="[bold red]unreachable[/]")
+        row.update(host=f"[bold red]{state.name}[/]", rack=markup_safe(state.host.rack or ""),
+                   findings="[bold red]unreachable[/]")
         return row
     topology = state.topology
     codes = {f.code for f in host.findings if f.severity is not Severity.INFO}
     gpus = "?" if state.gpu_count is None else str(state.gpu_count)
     if "GPU_COUNT_DIFFERS" in codes:
         gpus = f"[bold red]{gpus}[/]"
-    model = (state.gpu_model or "?").removeprefix("NVIDIA ")
+    model = markup_safe((state.gpu_model or "?").removeprefix("NVIDIA "))
     if "GPU_MODEL_DIFFERS" in codes:
         model = f"[yellow]{model}[/]"
     shape = SHAPE_WORDS[topology.shape] if topology else "?"
@@ -90,7 +91,7 @@ def _fleet_row(host: HostReport) -> dict[str, str]:
     drift = {f.evidence.get("component") for f in host.findings
              if f.code in ("STACK_DRIFT", "STACK_PIN_MISMATCH") and f.severity is not Severity.INFO}
     return {
-        "host": state.name, "rack": state.host.rack or "", "GPUs": gpus, "model": model, "shape": shape,
+        "host": state.name, "rack": markup_safe(state.host.rack or ""), "GPUs": gpus, "model": model, "shape": shape,
         "NVLink domains": domains or "-", "NICs": nics, "driver": _version_cell(stack, "driver", drift),
         "CUDA": _version_cell(stack, "cuda", drift), "NCCL": _version_cell(stack, "nccl", drift),
         "findings": _findings_cell(host),
@@ -100,7 +101,7 @@ def _fleet_row(host: HostReport) -> dict[str, str]:
 def _version_cell(stack: object, attribute: str, drift: set[object]) -> str:
     """A version, yellow when it is off the pin or the fleet majority."""
     value = getattr(stack, attribute, None) if stack is not None else None
-    text = str(value) if value else "-"
+    text = markup_safe(str(value)) if value else "-"
     return f"[yellow]{text}[/]" if attribute in drift else text
 
 
@@ -196,7 +197,7 @@ def render_host_summary(console: Console, host: HostReport) -> None:
         _line(console, "  the matrix names no NICs: no GPU-NIC path is known; "
                        + "; ".join(f"NUMA {node}: GPUs {compress_indices(gpus)}" for node, gpus in numa.items()), 4)
     for gpu in topology.gpus if topology.nics else ():
-        nic = ", ".join(gpu.nearest_nics) or "none"
+        nic = markup_safe(", ".join(gpu.nearest_nics)) or "none"
         style = LINK_STYLE.get(gpu.nic_link or "", "")
         link = f"[{style}]{gpu.nic_link}[/]" if style and gpu.nic_link else (gpu.nic_link or "-")
         across = _ACROSS.get(gpu.nic_link or "")
@@ -208,7 +209,7 @@ def render_host_summary(console: Console, host: HostReport) -> None:
             _line(console, f"  GPU{gpu.index}: NUMA {gpu.numa_node or '?'}, nearest NIC {nic} ({link})", 4)
     for n in topology.nics:
         gpus = compress_indices(n.nearest_gpus) if n.nearest_gpus else "none (no GPU nearer than SYS)"
-        _line(console, f"  {n.name}: NUMA {n.numa_node or '?'}, GPUs {gpus}"
+        _line(console, f"  {markup_safe(n.name)}: NUMA {n.numa_node or '?'}, GPUs {gpus}"
                        + (f" ({n.gpu_link})" if n.nearest_gpus else ""), 4)
 
 
@@ -228,7 +229,7 @@ def render_advice(console: Console, advice: LayoutAdvice) -> None:
     # The host is copied (never cut); the rank map wraps between its entries.
     print_table(console, (Column("host", keep=True), Column("fit", keep=True), Column("TP groups"),
                           Column("rank -> GPU -> NIC")), rows, boxed=False)
-    if advice.pp > 1 or advice.dp > 1:
+    if advice.placements and (advice.pp > 1 or advice.dp > 1):
         placements = [(str(p.dp_rank), str(p.pp_stage), p.host, p.rack or "", compress_indices(p.gpus),
                        f"{p.first_global_rank}-{p.first_global_rank + len(p.gpus) - 1}") for p in advice.placements]
         print_table(console, (Column("DP", keep=True), Column("PP stage", keep=True), Column("host", keep=True),

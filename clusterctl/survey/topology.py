@@ -22,10 +22,6 @@ NEAR_NIC_CLASSES: frozenset[str] = frozenset({"PIX", "PXB"})
 SAME_NUMA_CLASSES: frozenset[str] = frozenset({"NV", "PIX", "PXB", "PHB", "NODE"})
 
 
-def link_rank(kind: str) -> int:
-    return LINK_RANK.get(kind, _UNKNOWN_RANK)
-
-
 def link_class(link: TopoLink | None) -> str:
     """The class a user reads: ``SOC`` shown as ``SYS``; a missing cell as ``?``."""
     if link is None:
@@ -203,7 +199,7 @@ def nearest_of(links: list[tuple[str, TopoLink]]) -> tuple[str | None, tuple[str
     """Best link class among ``(name, link)`` and every name at that class."""
     if not links:
         return None, ()
-    ranked = [(link_rank(link.kind), name, link) for name, link in links]
+    ranked = [(LINK_RANK.get(link.kind, _UNKNOWN_RANK), name, link) for name, link in links]
     best = min(rank for rank, _, _ in ranked)
     at_best = [(name, link) for rank, name, link in ranked if rank == best]
     return link_class(at_best[0][1]), tuple(name for name, _ in at_best)

@@ -24,6 +24,18 @@ def test_dry_run_prints_rounds_and_commands() -> None:
     assert first["server_command"].endswith("& echo $!")
 
 
+def test_a_host_the_saved_survey_lacks_is_named_as_a_live_run_names_it(tmp_path: Path) -> None:
+    # The survey covers gpu-a1 and gpu-a2: the other hosts' HCAs come from the inventory (no RoCE GID index),
+    # which bench ib said for a host ibv_devinfo could not read but not for one the saved survey lacks.
+    saved = tmp_path / "part.json"
+    clusterctl("-i", DEMO, "-l", "gpu-a1,gpu-a2", "survey", "--save", str(saved))
+    result = clusterctl("-i", DEMO, "bench", "ib", "--dry-run", "--survey", str(saved), "-o", "json")
+    warned = " ".join(result.stderr.split())
+    assert result.exit_code == 0 and json.loads(result.stdout)["rounds"]
+    assert f"warning: gpu-b3: HCAs from the inventory (not in the saved survey {saved})" in warned
+    assert "gpu-a1:" not in warned and "gpu-a2:" not in warned
+
+
 def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(tmp_path: Path) -> None:
     # Brackets in the folder's name are text, not rich markup: the printed path copies back whole.
     results = tmp_path / "run[bold]1[/]"

@@ -119,10 +119,11 @@ def test_hcas_and_gid_index_from_a_saved_survey(tmp_path) -> None:  # type: igno
     saved.write_text(json.dumps(report))
     hosts = [Host(name="gpu-a1", fabric=Fabric(type="roce", hcas=("mlx5_0", "mlx5_1", "mlx5_2"))),
              Host(name="h2", fabric=Fabric(type="roce", hcas=("mlx5_4",)))]
-    found = hcas_from_survey(str(saved), hosts)
+    found, warnings = hcas_from_survey(str(saved), hosts)
     assert found["gpu-a1"] == [HcaInfo("mlx5_0", "Ethernet", 200.0, 3), HcaInfo("mlx5_2", "Ethernet", 200.0, 3)]
     # A host the survey does not know keeps the inventory's HCAs, without a GID index.
     assert found["h2"] == [HcaInfo("mlx5_4", "Ethernet", None, None)]
+    assert warnings == {"h2": f"HCAs from the inventory (not in the saved survey {saved})"}
 
 
 def test_find_straggler_on_a_small_fleet_measures_every_pair(mock_fleet: FleetFactory) -> None:

@@ -92,6 +92,19 @@ def test_a_gpu_list_line_nvidia_smi_l_cannot_read_is_not_counted_as_a_gpu(tmp_pa
     assert run.host_gpus is None and " -g " not in f"{run.command} "
 
 
+@pytest.mark.parametrize(("listing", "reason"), [
+    ("GPU 00000000:07:00.0: In use by another client\n", "at line 1: expected 'GPU N: name (UUID: ...)'"),
+    ("\n", "no output")])
+def test_a_host_whose_gpus_cannot_be_counted_is_named_with_the_reason(tmp_path: Path, listing: str,
+                                                                      reason: str) -> None:
+    # Before, the count was silently unknown: the run went without -g (nccl-tests' one GPU) and nothing said why.
+    run = _single_host(tmp_path, read_fixture("nccl-tests", SHORT_A100), listing)
+    (finding,) = [f for f in run.findings if f.code == "GPU_COUNT_UNKNOWN"]
+    assert finding.host == "n1" and finding.severity.value == "warning" and not run.failed
+    assert finding.message.startswith("nvidia-smi -L on n1 gave no GPU count (") and reason in finding.message
+    assert "nccl-tests ran without -g, on one GPU" in finding.message
+
+
 def _multi_node(tmp_path: Path, log: str, fabric: Fabric) -> NcclRun:
     profile = tmp_path / "profile"
     profile.mkdir()

@@ -50,7 +50,7 @@ class Fleet:
         return Runner(lambda host, _t: self.transports[host.name], parallel=8, timeout_s=10)
 
     def file(self, host: str, path: str) -> bytes | None:
-        return self.transports[host].files.get(path)
+        return self.transports[host].get(path)
 
 
 class _Persistent(MockTransport):
@@ -236,7 +236,7 @@ def test_a_second_resume_does_not_run_again_what_the_first_found_done(fleet: Fle
 
 def test_a_second_concurrent_run_is_refused_by_the_lock(fleet: Fleet, tmp_path: Path) -> None:
     other = LockInfo("alice", "elsewhere.example", 4242, "2099-01-01T00:00:00+00:00", "other-run")
-    fleet.transports["n1"].files[LOCK] = other.to_bytes()
+    fleet.transports["n1"].machine.host.fs.write(LOCK, other.to_bytes())
     report = run(fleet, [WriteConf()], settings(tmp_path))
     assert "locked by alice@elsewhere.example (pid 4242" in report.failed_hosts["n1"]
     assert fleet.file("n1", "/etc/demo.conf") is None
@@ -246,7 +246,7 @@ def test_a_second_concurrent_run_is_refused_by_the_lock(fleet: Fleet, tmp_path: 
 
 def test_stale_lock_is_reported_and_force_unlock_clears_it(fleet: Fleet, tmp_path: Path) -> None:
     stale = LockInfo("bob", "old-laptop", 1, "2020-01-01T00:00:00+00:00", "dead-run")
-    fleet.transports["n1"].files[LOCK] = stale.to_bytes()
+    fleet.transports["n1"].machine.host.fs.write(LOCK, stale.to_bytes())
     report = run(fleet, [WriteConf()], settings(tmp_path))
     assert "looks stale" in report.failed_hosts["n1"] and "--force-unlock" in report.failed_hosts["n1"]
     forced = run(fleet, [WriteConf()], settings(tmp_path, force_unlock=True))
@@ -321,7 +321,7 @@ class ReadOnly(_ChecksNothing):
 
 def test_a_read_only_run_takes_no_lock_and_runs_beside_another(fleet: Fleet, tmp_path: Path) -> None:
     other = LockInfo("alice", "elsewhere.example", 4242, "2099-01-01T00:00:00+00:00", "other-run")
-    fleet.transports["n1"].files[LOCK] = other.to_bytes()
+    fleet.transports["n1"].machine.host.fs.write(LOCK, other.to_bytes())
     report = run(fleet, [ReadOnly()], settings(tmp_path))
     assert report.ok and fleet.file("n2", LOCK) is None
 
@@ -447,7 +447,7 @@ class RunsAChangeFromPlan(_ChecksNothing):
 ])
 def test_a_simulated_host_refuses_a_change_asked_read_only(fleet: Fleet, tmp_path: Path, command: str,
                                                            refused: str) -> None:
-    fleet.transports["n1"].files["/etc/keep.conf"] = b"keep\n"
+    fleet.transports["n1"].machine.host.fs.write("/etc/keep.conf", b"keep\n")
     report = run(fleet, [RunsAChangeFromPlan(command)], settings(tmp_path, apply=False))
     assert f"a read-only command would {refused}" in report.failed_hosts["n1"]
     assert fleet.file("n1", "/etc/keep.conf") == b"keep\n"
@@ -492,14 +492,14 @@ def test_a_no_op_phase_reads_each_host_once_and_a_changed_one_is_verified_afresh
 
 def test_a_polling_verify_still_reaches_the_host_after_the_first_replayed_answer(fleet: Fleet,
                                                                                   tmp_path: Path) -> None:
-    fleet.transports["n1"].files["/etc/probed.conf"] = b"starting\n"
+    fleet.transports["n1"].machine.host.fs.write("/etc/probed.conf", b"starting\n")
 
     class Waits(ProbedPhase):
         """Changes nothing itself; the service it waits for comes up right after check."""
 
         def check(self, ctx: PhaseContext) -> str:
             text = super().check(ctx)
-            fleet.transports[ctx.host.name].files["/etc/probed.conf"] = b"ready\n"
+            fleet.transports[ctx.host.name].machine.host.fs.write("/etc/probed.conf", b"ready\n")
             return text
 
         def plan(self, ctx: PhaseContext, state: str) -> list[Change]:
@@ -518,7 +518,7 @@ def test_release_leaves_a_lock_another_run_took_over(fleet: Fleet, tmp_path: Pat
     mine = LockInfo("alice", "laptop", 1, "2026-01-01T00:00:00+00:00", "run-a")
     theirs = LockInfo("bob", "desk", 2, "2026-01-01T00:00:01+00:00", "run-b")
     assert acquire_then(transport, mine, None)[:2] == ("", None)
-    transport.files[LOCK] = theirs.to_bytes()  # bob forced the lock open and took it
+    transport.machine.host.fs.write(LOCK, theirs.to_bytes())  # bob forced the lock open and took it
     release(transport, mine)
     assert fleet.file("n1", LOCK) == theirs.to_bytes()
     release(transport, theirs)
@@ -588,4 +588,4 @@ def test_a_step_cut_off_by_ctrl_c_is_left_to_the_journal_not_rolled_back_over_it
     assert journal.path is not None and f"clusterctl undo {journal.path}" in (caught.value.retry_hint or "")
     kept = [r.change.summary for r in read_journal(journal.path).records]
     assert kept == ["mark the node", "a slow step"]  # the step cut off on its way: it may have happened
-    assert transport.files.get(LOCK) is None  # the lock given back on a fresh step all the same
+    assert transport.get(LOCK) is None  # the lock given back on a fresh step all the same

@@ -83,8 +83,8 @@ def test_full_apply_then_a_second_apply_changes_nothing(lab: Lab) -> None:
     assert "kubeadm\t1.36.2-1.1" in node.run("dpkg-query -W kubeadm").stdout
     assert "containerd.io" in node.run("apt-mark showhold").stdout.split()
     assert node.run("systemctl is-active containerd").stdout.strip() == "active"
-    assert parse_toml(node.files["/etc/containerd/config.toml"].decode(), "config")["version"] == 4
-    assert "# clusterctl: swap off for the kubelet: /swap.img" in node.files["/etc/fstab"].decode()
+    assert parse_toml(node.get("/etc/containerd/config.toml").decode(), "config")["version"] == 4
+    assert "# clusterctl: swap off for the kubelet: /swap.img" in node.get("/etc/fstab").decode()
     second = lab.run()
     assert second.ok and not second.changed
     assert all(r.status is Status.OK and not r.changes for r in second.results)
@@ -117,7 +117,7 @@ def test_a_second_concurrent_run_is_refused_by_the_lock(lab: Lab) -> None:
     first = threading.Thread(target=lambda: results.setdefault("first", lab.run()))
     first.start()
     for _ in range(300):
-        if all(LOCK in lab.transport(h.name).files for h in lab.hosts):
+        if all(lab.transport(h.name).get(LOCK) is not None for h in lab.hosts):
             break
         threading.Event().wait(0.02)
     second = lab.run(phases=("kernel",))
@@ -125,7 +125,7 @@ def test_a_second_concurrent_run_is_refused_by_the_lock(lab: Lab) -> None:
     assert set(second.failed_hosts) == {"gpu-a1", "gpu-a2", "gpu-a3"}
     assert all("another clusterctl run is working on this host" in why for why in second.failed_hosts.values())
     assert results["first"].ok, results["first"].failed_hosts
-    assert all(LOCK not in lab.transport(h.name).files for h in lab.hosts)
+    assert all(lab.transport(h.name).get(LOCK) is None for h in lab.hosts)
 
 
 def test_a_rerun_after_nvidia_ctk_wrote_its_drop_in_keeps_the_nvidia_runtime(lab: Lab) -> None:
@@ -133,13 +133,13 @@ def test_a_rerun_after_nvidia_ctk_wrote_its_drop_in_keeps_the_nvidia_runtime(lab
     node = lab.transport("gpu-a1")
     done = node.run("nvidia-ctk runtime configure --runtime=containerd --set-as-default", sudo=True)
     assert done.ok, done.stderr
-    dropin = node.files["/etc/containerd/conf.d/99-nvidia.toml"]
+    dropin = node.get("/etc/containerd/conf.d/99-nvidia.toml")
     again = lab.run(phases=("containerd", "nvidia-runtime"))
     assert again.ok, again.failed_hosts
     (result,) = [r for r in again.results if r.host == "gpu-a1" and r.phase == "containerd"]
     assert not any(f.severity.value == "error" for f in result.findings)
-    assert node.files["/etc/containerd/conf.d/99-nvidia.toml"] == dropin  # left alone
-    root = parse_toml(node.files["/etc/containerd/config.toml"].decode(), "root")
+    assert node.get("/etc/containerd/conf.d/99-nvidia.toml") == dropin  # left alone
+    root = parse_toml(node.get("/etc/containerd/config.toml").decode(), "root")
     assert root["imports"] == ["/etc/containerd/conf.d/*.toml"]
     effective = effective_config(root, [parse_toml(dropin.decode(), "dropin")], containerd_major=2)
     runtimes = effective["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]

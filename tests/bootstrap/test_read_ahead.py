@@ -128,7 +128,7 @@ def test_after_a_change_later_phases_read_the_host_again(tmp_path: Path) -> None
     phases = [ReadsFile("first", "/etc/first.conf"), ReadsFile("second", "/etc/second.conf", "/etc/first.conf")]
     report = fleet.run(phases, apply=True, read_ahead=True, tmp_path=tmp_path)
     assert report.ok and [r.status for r in report.results] == [Status.CHANGED, Status.CHANGED]
-    assert fleet.transports["n1"].files["/etc/second.conf"] == b"second saw first\n"
+    assert fleet.transports["n1"].get("/etc/second.conf") == b"second saw first\n"
     # The batch, then "second" on its own after "first" changed the host (and each verify's read).
     assert len([c for c in fleet.reads("n1") if MARKER in c]) == 1
     # Nothing left to do: one batched read serves both checks, and their verifies replay them.

@@ -34,10 +34,10 @@ def test_a_version_that_is_not_major_minor_patch_is_refused() -> None:
         kubernetes_version("1.36")
 
 
-def test_defaults_follow_the_chosen_cni_and_the_first_control_plane() -> None:
+def test_defaults_are_the_inventorys_whatever_the_cni_and_follow_the_first_control_plane() -> None:
     settings = make_settings()
     assert settings.network.cni == "calico"
-    assert settings.pod_subnet == "192.168.0.0/16"
+    assert settings.pod_subnet == "10.244.0.0/16" and settings.service_subnet == "10.96.0.0/12"
     assert settings.control_plane_endpoint == "10.0.0.1:6443"
     flannel = make_settings(network={"cni": "flannel"})
     assert flannel.pod_subnet == "10.244.0.0/16"

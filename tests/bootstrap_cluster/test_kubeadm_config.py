@@ -34,7 +34,7 @@ def test_init_config_follows_v1beta4_with_list_shaped_extra_args_and_timeouts() 
     text = kubeadm.render_init_config(make_settings(), inv.hosts[0], inv, api_server_args={"audit-log-maxage": "30"})
     cluster, init, kubelet = check_v1beta4(text)
     assert cluster["kubernetesVersion"] == "v1.36.2"
-    assert cluster["networking"] == {"podSubnet": "192.168.0.0/16", "serviceSubnet": "10.96.0.0/12"}
+    assert cluster["networking"] == {"podSubnet": "10.244.0.0/16", "serviceSubnet": "10.96.0.0/12"}
     assert {"name": "audit-log-maxage", "value": "30"} in cluster["apiServer"]["extraArgs"]
     assert set(cluster["apiServer"]["certSANs"]) >= {"cp1", "cp2", "cp3", "10.0.0.2"}
     assert init["nodeRegistration"]["taints"] == [{"key": "node-role.kubernetes.io/control-plane",

@@ -104,3 +104,20 @@ def test_a_journal_that_is_not_there_names_the_state_folder_in_use(tmp_path: Pat
     missing = clusterctl("-i", DEMO, "undo", tmp_path / "gone.json", "--state-dir", tmp_path / "state")
     assert missing.exit_code == 2 and missing.stdout == "", missing.output
     assert f"no such undo journal. Journals are kept in {tmp_path / 'state' / 'undo'} (" in missing.stderr
+
+
+def test_a_journal_of_another_cluster_is_refused_and_last_passes_it_over(tmp_path: Path) -> None:
+    """A journal the same state folder keeps for another cluster would revert its changes on this one's
+    hosts of the same names: refused without --force, and never taken by --last."""
+    state = tmp_path / "state"
+    mine = _copy("gpu-a1", "/tmp/mine.md", state)
+    theirs = mine.with_name("copy-20990101-000000.json")
+    theirs.write_text(json.dumps({**json.loads(mine.read_text()), "cluster": "staging",
+                                  "created": "2099-01-01T00:00:00Z"}))
+    refused = clusterctl("-i", DEMO, "undo", theirs, "--dry-run", "--state-dir", state)
+    assert refused.exit_code == 2 and refused.stdout == "", refused.output
+    said = " ".join(refused.stderr.split())
+    assert "written for the cluster 'staging', not 'demo'" in said and "--force" in said, said
+    assert clusterctl("-i", DEMO, "undo", theirs, "--dry-run", "--force", "--state-dir", state).exit_code == 0
+    last = clusterctl("-i", DEMO, "undo", "--last", "--dry-run", "--state-dir", state)
+    assert last.exit_code == 0 and str(mine) in last.stderr and str(theirs) not in last.stderr, last.output

@@ -173,6 +173,22 @@ bootstrap:
     assert "MISSING mirror.site:5000/k8s/etcd:3.6.8-0" in human.stdout
 
 
+def test_the_probe_looks_for_each_chart_archive_at_its_whole_path(tmp_path: Path) -> None:
+    archive = tmp_path / "site charts" / "dcgm-exporter-4.8.2.tgz"
+    archive.parent.mkdir()
+    archive.write_bytes(b"\x1f\x8b")
+    gone = tmp_path / "site charts" / "nvidia-device-plugin-0.20.0.tgz"
+    inventory = tmp_path / "site.yaml"
+    inventory.write_text(Path(DEMO).read_text().replace("profile: demo/", f"profile: {Path(DEMO).parent}/demo/")
+                         + f'bootstrap:\n  addons: {{charts: {{dcgm-exporter: {{archive: "{archive}"}}, '
+                         f'nvidia-device-plugin: {{archive: "{gone}"}}}}}}\n')
+    done = clusterctl("-i", inventory, "-o", "json", "bootstrap", "artifacts", "--probe")
+    assert done.exit_code == 1, done.output
+    charts = {r["name"]: (r["status"], r["probed"]) for r in done.json()["probe"] if r["kind"] == "chart"}
+    assert charts["dcgm-exporter"] == ("present", str(archive))
+    assert charts["nvidia-device-plugin"] == ("missing", str(gone))
+
+
 def test_a_site_repository_with_suites_is_probed_where_apt_reads_it(tmp_path: Path) -> None:
     """An air-gapped site's reprepro/aptly mirror (suite and component, not flat) is probed at its
     dists/ index, as apt and 'upgrade plan' read it (the probe used to ask for URI/Packages: 404)."""

@@ -278,3 +278,29 @@ def test_resume_with_dry_run_is_refused_in_one_sentence(command: tuple[str, ...]
     assert refused.exit_code == 2
     assert "--resume only makes sense for a run that applies (not with --dry-run or plan)" in refused.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_one_phase_or_phases_left_out_never_say_the_nodes_run_the_target(bootstrapped_demo: Path) -> None:
+    """'upgrade phase NAME' and --skip-phases run part of the upgrade: a node they leave at 1.36.2 is not said
+    to be upgraded or up to date, nor every node to run 1.36.3 (it said both)."""
+    node_phases = "kubeadm,kubeadm-upgrade,drain,kubelet,restart-kubelet,ready,uncordon"
+    rest = _json("upgrade", "plan", "--to", "1.36.3", "--skip-phases", node_phases)
+    assert {h["status"] for h in rest["hosts"]} == {"nothing to do"}, rest["hosts"]
+    for planned in (_run("upgrade", "plan", "--to", "1.36.3", "--skip-phases", node_phases),
+                    _run("upgrade", "phase", "network", "--to", "1.36.3", "--dry-run")):
+        assert planned.exit_code == 0 and "every node runs" not in planned.stdout, planned.output
+        assert "up to date" not in planned.stdout and "nothing to do in phase" in planned.stdout, planned.stdout
+    done = _run("upgrade", "phase", "uncordon", "--to", "1.36.3", "-l", "gpu-b3", "--yes",
+                "--state-dir", bootstrapped_demo / "progress")
+    assert done.exit_code == 0, done.output
+    assert "upgraded" not in done.stdout and "every node runs" not in done.stdout, done.stdout
+    assert "gpu-b3           changed" in done.stdout and "done: phase uncordon" in done.stdout, done.stdout
+    assert installed(bootstrapped_demo, "gpu-b3", "kubelet").startswith("1.36.2")
+
+
+def test_an_empty_to_is_refused_not_taken_for_the_pin(bootstrapped_demo: Path) -> None:
+    # A script's unset variable (--to "$VERSION") planned the inventory's pin as if --to was not given.
+    for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
+        empty = _run(*command, "--to", "")
+        assert empty.exit_code == 2 and empty.stdout == "", empty.output
+        assert "'' is not a Kubernetes version" in empty.stderr, empty.stderr

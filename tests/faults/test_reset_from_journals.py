@@ -123,6 +123,24 @@ def test_reset_takes_back_what_the_journals_say_lists_the_rest_and_marks_them_us
     assert again.exit_code == 0 and not json.loads(again.stdout)["changed"], again.output
 
 
+def test_purge_packages_after_a_reset_purges_what_it_listed(tmp_path: Path) -> None:
+    """A reset lists the packages bootstrap installed and says to rerun with --purge-packages: that
+    rerun purges them, though the first reset marked the journals used."""
+    state = tmp_path / "state"
+    ran = clusterctl("-i", DEMO, "-l", "gpu-b1", "bootstrap", "phase", "packages", "--yes", "--state-dir", state)
+    assert ran.exit_code == 0, ran.output
+    common = ("-i", DEMO, "-l", "gpu-b1", "-o", "json", "reset", "--yes", "--state-dir", state)
+    done = clusterctl(*common)
+    assert done.exit_code == 0, done.output
+    assert "--purge-packages" in json.dumps(json.loads(done.stdout)["results"])
+    assert "kubeadm" in _findings(done, "RESET_PACKAGES_KEPT")["gpu-b1"]
+    purged = clusterctl(*common, "--purge-packages")
+    assert purged.exit_code == 0, purged.output
+    assert _touches(_changes(purged)["gpu-b1"], "apt-get purge"), purged.output
+    again = clusterctl(*common, "--purge-packages")
+    assert again.exit_code == 0 and not json.loads(again.stdout)["changed"], again.output
+
+
 def _folders(host: str) -> set[str]:
     tree = _tree(host)
     return {"/" + str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_dir() and not p.is_symlink()}

@@ -96,10 +96,11 @@ def test_the_node_agent_holds_a_port_to_the_fabric_rate_bootstrap_wrote_in_its_c
     profile = host_profile(tmp_path, "fabric-slow", compute_cards(CX6, HDR, mlx5_2=SDR))
     host = _mock_host(tmp_path, profile)
     fabric = Fabric(type="ib", rate_gbps=rate, hcas=tuple(f"mlx5_{i}" for i in range(8)))
-    host.files["/etc/clusterctl/node-agent.json"] = agent_config("gpu-9", kubernetes=False, fabric=fabric).encode()
-    assert ('"fabric"' in host.files["/etc/clusterctl/node-agent.json"].decode()) is bool(rate)
+    host.machine.host.fs.write("/etc/clusterctl/node-agent.json",
+                               agent_config("gpu-9", kubernetes=False, fabric=fabric).encode())
+    assert ('"fabric"' in host.get("/etc/clusterctl/node-agent.json").decode()) is bool(rate)
     assert main(["node-agent", "--textfile-dir", "/var/lib/node-exporter"], transport=lambda: host) == 0
-    metrics = host.files["/var/lib/node-exporter/clusterctl_node_health.prom"].decode()
+    metrics = host.get("/var/lib/node-exporter/clusterctl_node_health.prom").decode()
     assert ('code="IB_PORT_SLOW"' in metrics) is bool(rate), metrics
     assert main(["slurm-health", "--node", "gpu-9"], transport=lambda: host) == (1 if rate else 0)
     assert ("IB_PORT_SLOW" in capsys.readouterr().err) is bool(rate)

@@ -58,3 +58,29 @@ def test_the_graph_draws_what_the_findings_name_in_red(cli, tmp_path: Path) -> N
     b3 = (tmp_path / "gpu-b3.dot").read_text()
     assert 'fillcolor=salmon, color=red, penwidth=2, label="mlx5_2"' in b3  # the NIC trained at 10 Gb/s
     assert "salmon" not in (tmp_path / "gpu-a1.dot").read_text()
+
+
+HOSTILE = "[/][bold]x"  # Rich markup in remote text: it printed as markup, and '[/]' crashed the command
+
+
+def test_nic_names_from_a_pasted_matrix_print_as_themselves(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "hgx-h100-8gpu-8nic.txt"
+    pasted = tmp_path / "topo.txt"
+    pasted.write_text(fixture.read_text().replace("NIC0: mlx5_0", f"NIC0: mlx5_{HOSTILE}"))
+    ran = cli("topo", "show", str(pasted), "--tp", "8")
+    assert ran.code == 0 and "internal error" not in ran.err
+    assert f"mlx5_{HOSTILE}: NUMA" in ran.out and f"nearest NIC mlx5_{HOSTILE} " in ran.out
+
+
+def test_a_gpu_model_from_a_host_prints_as_itself(cli, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    demo = Path(DEMO).parent / "demo" / "profiles" / "dgx-a100"
+    query = next(line for line in (demo / "profile.yaml").read_text().splitlines() if "--query-gpu=" in line)
+    (tmp_path / "q.csv").write_text((demo / "nvidia-smi-query-gpu.csv").read_text().replace(
+        "A100-SXM4-80GB", f"A100 {HOSTILE}"))
+    (tmp_path / "profile.yaml").write_text(f"extends: {demo}\ncommands:\n{query}\n    stdout: q.csv\n")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(f"cluster: hostile\nhosts:\n  h1:\n    transport: mock\n    profile: {tmp_path}\n")
+    monkeypatch.setenv("COLUMNS", "200")
+    ran = cli("-i", str(inventory), "survey")
+    assert "internal error" not in ran.err and f"A100 {HOSTILE}" in ran.out

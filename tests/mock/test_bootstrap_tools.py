@@ -42,7 +42,7 @@ def test_curl_writes_a_key_file_only_into_an_existing_folder(tmp_path: Path) -> 
     assert failed.exit_code == 23 and "Failure writing output" in failed.stderr
     assert t.run("install -d -m 0755 /etc/apt/keyrings").ok
     assert t.run("curl -fsSL https://example.org/key.asc -o /etc/apt/keyrings/x.asc").ok
-    assert t.files["/etc/apt/keyrings/x.asc"].startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    assert t.get("/etc/apt/keyrings/x.asc").startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     assert t.run("curl -fsSL ftp://example.org/key -o /tmp/k").stderr == 'curl: (1) Protocol "ftp" not supported\n'
 
 
@@ -58,6 +58,21 @@ def test_file_tools_answer_by_the_name_they_were_called_by(tmp_path: Path) -> No
     assert refused.exit_code == 1
     assert refused.stderr == "rm: invalid option -- 'z'\nTry 'rm --help' for more information.\n"
     assert t.run("cat /tmp/abc").stdout == "a\nb\nc\n"
+
+
+def test_chmod_refuses_a_bad_mode_before_any_file_and_goes_on_past_a_missing_one(tmp_path: Path) -> None:
+    """GNU chmod's answers (coreutils 9.1, LC_ALL=C): a bad mode or a missing operand is a usage error (with its
+    'Try' line) before any file is looked at; a missing file is reported and the others still change."""
+    t = node(write_cluster(tmp_path))
+    assert t.run("touch /tmp/f").ok
+    try_line = "Try 'chmod --help' for more information.\n"
+    for line, said in (("chmod zz /nonexist", "chmod: invalid mode: 'zz'\n"), ("chmod 999 /tmp/f",
+                       "chmod: invalid mode: '999'\n"), ("chmod 644", "chmod: missing operand after '644'\n")):
+        refused = t.run(line)
+        assert (refused.exit_code, refused.stderr) == (1, said + try_line), line
+    both = t.run("chmod 600 /nonexist /tmp/f")
+    assert (both.exit_code, both.stderr) == (1, "chmod: cannot access '/nonexist': No such file or directory\n")
+    assert t.machine.host.fs.local("/tmp/f").stat().st_mode & 0o777 == 0o600
 
 
 def test_head_and_tail_count_lines_as_gnus_do(tmp_path: Path) -> None:

@@ -28,6 +28,14 @@ def test_warnings_fail_only_with_strict() -> None:
     assert clusterctl("nccl", "lint", path, "--strict").exit_code == 1
 
 
+def test_the_help_names_every_exit_1_a_run_gives(tmp_path: Path) -> None:
+    # A file with no setting in it is a warning that exits 1 without --strict: the help said only errors did.
+    (tmp_path / "empty.env").write_text("# nothing here\n")
+    assert clusterctl("nccl", "lint", str(tmp_path / "empty.env")).exit_code == 1
+    help_text = " ".join(clusterctl("nccl", "lint", "--help").stdout.split())
+    assert "or a file no setting was read from" in help_text
+
+
 def test_table_groups_findings_by_file_with_lines() -> None:
     result = clusterctl("nccl", "lint", str(FIXTURES / "flagai-run_multi.sh"), str(FIXTURES / "elvin-ma-run.sh"))
     assert result.exit_code == 1

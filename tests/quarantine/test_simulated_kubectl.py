@@ -164,3 +164,16 @@ def test_short_kind_names_and_create_from_a_file_read_as_the_real_kubectl_does(s
     assert sim.kubectl("create -f -", made) == (1, "", 'Error from server (AlreadyExists): error when creating '
                                                         '"STDIN": configmaps "c" already exists\n')
     assert sim.kubectl("delete cm/c") == (0, 'configmap "c" deleted from default namespace\n', "")
+
+
+def test_delete_of_kind_slash_name_deletes_nodes_and_pods_as_the_real_kubectl_does(sim: KubeSim) -> None:
+    """``delete node/N`` and ``delete pod/N`` are ``delete node N`` and ``delete pod N`` (the real kubectl 1.37:
+    tests/upstream/test_contract_kubectl_nodes.py); a kind and several names delete each."""
+    sim.bare_pod("p", "gpu-a2")
+    assert sim.kubectl("delete node/gpu-a3") == (0, 'node "gpu-a3" deleted\n', "")
+    assert sim.kubectl("delete pod/p") == (0, 'pod "p" deleted from default namespace\n', "")
+    assert sim.kubectl("get po p -o jsonpath={.status.phase}") == (1, "", 'Error from server (NotFound): pods "p" '
+                                                                          'not found\n')
+    assert "gpu-a3" not in sim.kube()["nodes"]
+    assert sim.kubectl("delete node gpu-a1 gpu-a2") == (0, 'node "gpu-a1" deleted\nnode "gpu-a2" deleted\n', "")
+    assert sim.kube()["nodes"] == {}

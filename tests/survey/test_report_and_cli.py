@@ -193,6 +193,14 @@ def test_survey_table_view_names_the_problems(tmp_path: Path) -> None:
     assert "NVSwitch full mesh" in result.stdout
 
 
+def test_a_model_no_replica_of_which_fits_gets_no_pipeline_advice_and_no_empty_placement() -> None:
+    # 16 GPUs asked of one 8-GPU host: there is no replica, so none spans hosts and nothing is placed.
+    result = clusterctl("topo", "show", str(TOPO / "hgx-h100-8gpu-8nic.txt"), "--tp", "8", "--pp", "2")
+    text = " ".join(result.stdout.split())
+    assert result.exit_code == 0 and "TP 8 x PP 2 needs 16 GPUs; the hosts hold 8: no replica fits." in text
+    assert "Pipeline parallelism" not in text and "placement" not in text and "global ranks" not in text
+
+
 @pytest.mark.skipif(not (REPO / "inventories" / "demo.yaml").exists(), reason="demo inventory not present")
 def test_demo_inventory_names_the_two_broken_hosts_and_nothing_else() -> None:
     result = clusterctl("-i", str(REPO / "inventories" / "demo.yaml"), "survey", "-o", "json")

@@ -102,7 +102,7 @@ def test_push_writes_conf_with_a_backup(tmp_path: Path) -> None:
 
     def connect(h: Host, _t: float) -> MockTransport:
         transports.append(MockTransport(h))
-        transports[-1].files["/etc/nccl.conf"] = b"NCCL_DEBUG=WARN\n"
+        transports[-1].machine.host.fs.write("/etc/nccl.conf", b"NCCL_DEBUG=WARN\n")
         return transports[-1]
 
     with Runner(connect, parallel=1) as runner:
@@ -112,9 +112,8 @@ def test_push_writes_conf_with_a_backup(tmp_path: Path) -> None:
                                          apply=True, state_dir=str(tmp_path)), [host])
     outcome = fleet.outcomes[0].value
     assert outcome is not None and outcome.applied and outcome.changed and outcome.backup_path
-    files = transports[0].files
-    assert files[outcome.backup_path] == b"NCCL_DEBUG=WARN\n"
-    assert b"NCCL_CROSS_NIC=0" in files["/etc/nccl.conf"]
+    assert transports[0].get(outcome.backup_path) == b"NCCL_DEBUG=WARN\n"
+    assert b"NCCL_CROSS_NIC=0" in (transports[0].get("/etc/nccl.conf") or b"")
     second = again.outcomes[0].value
     assert second is not None and not second.changed  # same content: nothing written
 

@@ -10,6 +10,7 @@ simulator was changed: the real kubectl says ``node/N modified`` for every ``tai
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from contract import Answer
+from control_plane import kwok_node
 from real_cluster import Cluster
 
 from clusterctl.facts.kube import kubectl
@@ -153,3 +155,17 @@ def test_a_mismatch_in_the_simulated_kubectl_is_caught(sides: Sides, monkeypatch
     with pytest.raises(AssertionError, match="simulated"):
         sides.same(change.command)
     sides.real(change.undo_command)
+
+
+def test_delete_of_nodes_by_kind_slash_name_or_by_names_answers_alike(control_plane: Cluster, tmp_path: Path) -> None:
+    """``delete node/N`` deletes the Node (the simulator once answered NotFound); several names are deleted in
+    turn, a missing one NotFound after the others; no name at all is refused before the server is asked."""
+    names = ("gpu-c8", "gpu-c9")
+    for name in names:
+        node = kwok_node(name, {}, 0, control_plane=False)
+        created = control_plane.plane.kubectl("create -f -", stdin=json.dumps(node).encode())
+        assert created.returncode == 0, created.stderr
+    sides = Sides(KubeSim(tmp_path, names=(CP, *names)), control_plane)
+    assert sides.same(kubectl("delete node/gpu-c8")) == Answer(0, 'node "gpu-c8" deleted\n', "")
+    assert sides.same(kubectl("delete node gpu-c9 gpu-c8")).stdout == 'node "gpu-c9" deleted\n'
+    assert sides.same(kubectl("delete node")).exit_code == 1

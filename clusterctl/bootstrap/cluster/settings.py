@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from clusterctl.errors import UsageError
 from clusterctl.inventory import values
 from clusterctl.inventory.cluster_sections import (
-    SITE_CNI_POD_SUBNET,
     SITE_OWN,
     AddonSettings,
     AlertSettings,
@@ -31,7 +30,8 @@ from clusterctl.inventory.cluster_sections import (
     endpoint_setting,
     text_setting,
 )
-from clusterctl.inventory.pins import CNI_PINS, KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
+from clusterctl.inventory.model import BootstrapConfig
+from clusterctl.inventory.pins import KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
 from clusterctl.templating import label_value
 
 if TYPE_CHECKING:
@@ -135,10 +135,10 @@ def settings_from_mapping(
         cp = endpoint_setting(first_control_plane, "hosts (the first control-plane host's address)")
     else:
         raise UsageError("no control-plane host: give one host the control-plane role.", field="hosts")
-    pod = by_rule(values.subnet, data["pod_subnet"], f"{where}.pod_subnet") if data.get("pod_subnet") else \
-        CNI_PINS[network.cni].default_pod_subnet if network.cni in CNI_PINS else SITE_CNI_POD_SUBNET
-    service = by_rule(values.subnet, data["service_subnet"], f"{where}.service_subnet") \
-        if data.get("service_subnet") else "10.96.0.0/12"
+    # The inventory's defaults, whatever the CNI: Calico's Installation takes kubeadm's pod subnet as its pool.
+    pod = by_rule(values.subnet, data.get("pod_subnet") or BootstrapConfig.pod_subnet, f"{where}.pod_subnet")
+    service = by_rule(values.subnet, data.get("service_subnet") or BootstrapConfig.service_subnet,
+                      f"{where}.service_subnet")
     pod_net, svc_net = ipaddress.ip_network(pod), ipaddress.ip_network(service)
     if pod_net.version == svc_net.version and pod_net.overlaps(svc_net):
         raise UsageError(f"pod subnet {pod} overlaps service subnet {service}.", field=f"{where}.pod_subnet",

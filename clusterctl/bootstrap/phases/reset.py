@@ -127,7 +127,7 @@ def _cri_socket(ctx: PhaseContext) -> str:
         return DEFAULT_CRI_SOCKET
 
 
-def _installed(ctx: PhaseContext, names: list[str]) -> list[str]:
+def _installed(ctx: PhaseContext, names: tuple[str, ...]) -> list[str]:
     if not names:
         return []
     # dpkg-query exits 1 when one name is unknown, and still lists the others.
@@ -208,7 +208,8 @@ class Reset(Phase[ResetState]):
             state.left += [f"{p} (a command of bootstrap wrote it; no hash kept)" for p in plan.command_files]
         state.folder_steps, left = rj.folder_steps(ctx, plan, force=force)
         state.left += left
-        state.packages = _installed(ctx, plan.packages)
+        journals = ctx.options.reset_journals
+        state.packages = _installed(ctx, journals.packages.get(ctx.host.name, ()) if journals else ())
         state.purge = ctx.options.purge_packages and bool(state.packages)
         config_dir = ctx.options.containerd.config.rsplit("/", 1)[0] + "/"
         touched = any((c.path or "").startswith(config_dir) for c in plan.steps)

@@ -58,8 +58,6 @@ class JournalPlan:
     command_files: list[str] = field(default_factory=list)
     #: Folders bootstrap made: removed when empty after the steps.
     dirs: list[str] = field(default_factory=list)
-    #: Packages the journals say bootstrap installed (they were absent before).
-    packages: list[str] = field(default_factory=list)
 
 
 def plan_from_journals(ctx: PhaseContext, entries: tuple[HostJournal, ...], *, force: bool) -> JournalPlan:
@@ -96,9 +94,7 @@ def plan_from_journals(ctx: PhaseContext, entries: tuple[HostJournal, ...], *, f
                      for t in change.makes):
             plan.not_reverted.append(change.summary)
     for tag in sorted(plan.tags):
-        if tag.startswith(MAKES_PACKAGE):
-            plan.packages.append(tag[len(MAKES_PACKAGE):])
-        elif tag.startswith(MAKES_FILE):
+        if tag.startswith(MAKES_FILE):
             path = tag[len(MAKES_FILE):]
             if content(path) is not None:
                 plan.command_files.append(path)

@@ -15,16 +15,18 @@ from clusterctl.mock.tools import packages as db
 from clusterctl.mock.tools.base import ToolContext, ToolResult, each, option, split_args
 
 DEFAULT_FORMAT = "${binary:Package}\\t${Version}\\n"
+#: What ``-s`` prints of a package (the fields simulated).
+STATUS_FORMAT = "Package: ${Package}\\nStatus: ${Status}\\nArchitecture: ${Architecture}\\nVersion: ${Version}\\n\\n"
 FORMAT_OPTIONS = ("-f", "--showformat")
 #: The actions simulated, as dpkg-query names them in its refusals.
 ACTIONS = {"-W": "-W (--show)", "--show": "-W (--show)", "-s": "-s (--status)", "--status": "-s (--status)"}
 
 
-def _fields(name: str, version: str, held: bool) -> dict[str, str]:
+def _fields(name: str, installed: dict[str, dict[str, object]], held: set[str]) -> dict[str, str]:
     # A held package's wanted action is "hold" (apt-mark hold): "hi ", as real dpkg-query says.
-    want = "hold" if held else "install"
+    want = "hold" if name in held else "install"
     return {
-        "Package": name, "binary:Package": name, "Version": version, "Architecture": "amd64",
+        "Package": name, "binary:Package": name, "Version": str(installed[name]["version"]), "Architecture": "amd64",
         "Status": f"{want} ok installed", "db:Status-Abbrev": f"{want[0]}i ", "db:Status-Status": "installed",
         "db:Status-Want": want,
     }
@@ -54,15 +56,12 @@ def run(ctx: ToolContext) -> ToolResult:
         if name not in installed:
             return ctx.fail(f"dpkg-query: package '{name}' is not installed and no information is available\n"
                             "Use dpkg --info (= dpkg-deb --info) to examine archive files.\n")
-        want = "hold" if name in held else "install"
-        return ToolResult(f"Package: {name}\nStatus: {want} ok installed\nArchitecture: amd64\n"
-                          f"Version: {installed[name]['version']}\n\n")
+        return ToolResult(_format(STATUS_FORMAT, _fields(name, installed, held)))
 
     def show(pattern: str) -> ToolResult:
         matched = sorted(n for n in installed if fnmatch.fnmatchcase(n, pattern))
         if not matched:
             return ctx.fail(f"dpkg-query: no packages found matching {pattern}\n")
-        return ToolResult("".join(_format(fmt, _fields(name, str(installed[name]["version"]), name in held))
-                                  for name in matched))
+        return ToolResult("".join(_format(fmt, _fields(name, installed, held)) for name in matched))
 
     return each(names, status) if actions[0] == ACTIONS["-s"] else each(names or ["*"], show)

@@ -251,12 +251,12 @@ def touch(ctx: ToolContext) -> ToolResult:
     return each(paths, touch_one)
 
 
-def _mode(spec: str, current: int) -> int | None:
+def _mode(spec: str, current: int) -> int:
     if re.fullmatch(r"[0-7]{1,4}", spec):
         return int(spec, 8)
     match = re.fullmatch(r"([ugoa]*)([+-=])([rwx]+)", spec)
     if not match:
-        return None
+        raise _Usage(f"invalid mode: '{spec}'")
     who, op, perms = match.groups()
     mask = reduce(or_, ({"u": 0o700, "g": 0o070, "o": 0o007, "a": 0o777}[w] for w in who or "a"), 0)
     bits = reduce(or_, ({"r": 0o444, "w": 0o222, "x": 0o111}[p] for p in perms), 0) & mask
@@ -270,20 +270,18 @@ def _mode(spec: str, current: int) -> int | None:
 def chmod(ctx: ToolContext) -> ToolResult:
     args = [a for a in ctx.args if a not in ("-R", "-v")]
     if len(args) < 2:
-        return ToolResult("", "chmod: missing operand\n", 1)
+        raise _Usage(f"missing operand after '{args[0]}'" if args else "missing operand")
     spec, *paths = args
-    err, code = "", 0
-    for path in paths:
+    _mode(spec, 0)  # a bad mode is refused before any file is looked at, as GNU chmod does
+
+    def change(path: str) -> ToolResult:
         local = ctx.fs.local(ctx.path(path))
         if not local.exists():
-            err += f"chmod: cannot access '{path}': No such file or directory\n"
-            code = 1
-            continue
-        mode = _mode(spec, stat_mod.S_IMODE(local.stat().st_mode))
-        if mode is None:
-            return ToolResult("", f"chmod: invalid mode: '{spec}'\n", 1)
-        local.chmod(mode)
-    return ToolResult("", err, code)
+            return ctx.fail(f"chmod: cannot access '{path}': No such file or directory\n")
+        local.chmod(_mode(spec, stat_mod.S_IMODE(local.stat().st_mode)))
+        return ToolResult()
+
+    return each(paths, change)
 
 
 def grep(ctx: ToolContext) -> ToolResult:

@@ -5,9 +5,9 @@ Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KI
 ``get -n kube-system configmap kubeadm-config -o jsonpath={.data.ClusterConfiguration}``;
 ``apply [--server-side]`` and ``create`` ``-f FILE|URL|-``;
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
-``logs``; ``delete pod``; ``patch node N --subresource=status`` and token Secrets
+``logs``; ``delete`` (nodes, pods and applied objects); ``patch node N --subresource=status`` and token Secrets
 (``kubectl_status``); Leases (``kubectl_lease``: get, create and replace with compare-and-swap on
-``resourceVersion``); ``delete node``; and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
+``resourceVersion``); and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
 ``uncordon``, ``annotate``, ``get pods -A --field-selector spec.nodeName=N -o json``, evictions
 through ``create --raw .../eviction -f -``; applied Deployments, StatefulSets and
 PodDisruptionBudgets run and guard pods (``kube_workloads``); ``-n kube-system exec etcd-NODE -- etcdctl``
@@ -32,7 +32,7 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult, split_args
 PACKAGES = ("kubectl",)
 READS_STDIN = True
 CLUSTER_SCOPED = {"namespace", "clusterrole", "clusterrolebinding", "runtimeclass", "customresourcedefinition",
-                  "installation", "apiserver", "priorityclass"}
+                  "installation", "apiserver", "priorityclass", "node"}
 BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: kind -> (resource, group suffix) for ``-o name`` and messages.
 RESOURCES = {"daemonset": ("daemonsets", "apps"), "deployment": ("deployments", "apps"),
@@ -286,29 +286,25 @@ def run(ctx: ToolContext) -> ToolResult:
     if words[:1] == ["logs"] and len(words) >= 2:
         pod = pods.get(f"{namespace}/{words[1]}")
         return _not_found("pod", words[1]) if pod is None else ctx.ok(str(pod.get("logs", "")))
-    if words[:1] == ["delete"] and len(words) >= 2 and all("/" in w for w in words[1:]):
-        return _delete_objects(ctx, words[1:], namespace, flags)
-    if words[:2] == ["delete", "pod"] and len(words) >= 3:
-        with ks.edit(ctx) as live:
-            removed = (live.get("pods") or {}).pop(f"{namespace}/{words[2]}", None)
-            (live.get("objects") or {}).pop(_key("pod", namespace, words[2]), None)
-        if removed is None and not ks.ignores_not_found(ctx, flags):
-            return _not_found("pod", words[2])
-        return ctx.ok(f'pod "{words[2]}" deleted from {namespace} namespace\n' if removed is not None else "")
-    if words[:2] == ["delete", "node"]:
-        return _delete_node(ctx, words[2:], flags)
+    if words[:1] == ["delete"] and len(words) >= 2:
+        return _delete(ctx, words[1:], namespace, flags)
     return ctx.fail(f'error: unknown command "{" ".join(words[:2])}" for "kubectl"\n')
 
 
-def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: set[str]) -> ToolResult:
-    """``delete [-n NS] KIND/NAME...`` of applied objects (not pods or nodes: their own verbs above)."""
+def _delete(ctx: ToolContext, words: list[str], namespace: str, flags: set[str]) -> ToolResult:
+    """``delete [-n NS] KIND NAME...`` or ``delete KIND/NAME...``: Nodes, pods and applied objects, each in turn
+    (``--ignore-not-found``: a missing one silently)."""
+    targets = [_type_name(word) for word in words] if "/" in words[0] else [(words[0], name) for name in words[1:]]
+    if not targets:
+        return ctx.fail("error: resource(s) were provided, but no name was specified\n")
     out, missing = [], []
     with ks.edit(ctx) as kube:
-        objects = kube.setdefault("objects", {})
-        for word in names:
-            kind, name = _type_name(word)
+        for kind, name in targets:
             ns = "" if kind in CLUSTER_SCOPED else namespace
-            if objects.pop(_key(kind, ns, name), None) is None:
+            gone = kube.setdefault("objects", {}).pop(_key(kind, ns, name), None)
+            if kind in ("node", "pod"):  # kept apart from applied objects (a pod also when a workload made it)
+                gone = kube.setdefault(kind + "s", {}).pop(f"{ns}/{name}" if ns else name, None)
+            if gone is None:
                 missing.append((kind, name))
             else:  # kubectl 1.37 names the namespace of what it deleted
                 out.append(f'{_resource(kind, singular=True)} "{name}" deleted'
@@ -317,14 +313,3 @@ def _delete_objects(ctx: ToolContext, names: list[str], namespace: str, flags: s
         kind, name = missing[0]
         return ks.not_found(_resource(kind), name, "".join(line + "\n" for line in out))
     return ctx.ok("".join(line + "\n" for line in out))
-
-
-def _delete_node(ctx: ToolContext, names: list[str], flags: set[str]) -> ToolResult:
-    """``delete node N``: the Node object goes (with ``--ignore-not-found``, silently when it is gone)."""
-    if not names:
-        return ctx.fail("error: USAGE: delete NODE [flags]\n")
-    name = names[0].split("/", 1)[-1]
-    with ks.edit(ctx) as kube:
-        if kube.setdefault("nodes", {}).pop(name, None) is None:
-            return ctx.ok() if ks.ignores_not_found(ctx, flags) else ks.not_found("nodes", name)
-    return ctx.ok(f'node "{name}" deleted\n')

@@ -88,22 +88,18 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[
     with ks.edit(ctx) as kube:
         leases = kube.setdefault("leases", {})
         current = leases.get(_key(namespace, name))
-        if words[0] == "create":
-            if current is not None:
-                return ToolResult("", f'Error from server (AlreadyExists): error when creating "{source}": '
-                                      f'{RESOURCE} "{name}" already exists\n', 1)
-            lease = _stored(kube, doc, namespace, None)
-            leases[_key(namespace, name)] = lease
-            return _printed(ctx, lease, options, f"lease.coordination.k8s.io/{name} created\n")
-        if current is None:
+        wanted = str(meta.get("resourceVersion") or "")
+        if words[0] == "create" and current is not None:
+            return ToolResult("", f'Error from server (AlreadyExists): error when creating "{source}": '
+                                  f'{RESOURCE} "{name}" already exists\n', 1)
+        if words[0] == "replace" and current is None:
             return ToolResult("", f'Error from server (NotFound): error when replacing "{source}": '
                                   f'{RESOURCE} "{name}" not found\n', 1)
-        wanted = str(meta.get("resourceVersion") or "")
         # Without a resourceVersion the API server replaces unconditionally (the real one does, for Leases).
-        if wanted and wanted != current["metadata"]["resourceVersion"]:
+        if current is not None and wanted and wanted != current["metadata"]["resourceVersion"]:
             return ToolResult("", f'Error from server (Conflict): error when replacing "{source}": Operation '
                                   f'cannot be fulfilled on {RESOURCE} "{name}": the object has been modified; '
                                   f'please apply your changes to the latest version and try again\n', 1)
         lease = _stored(kube, doc, namespace, current)
         leases[_key(namespace, name)] = lease
-        return _printed(ctx, lease, options, f"lease.coordination.k8s.io/{name} replaced\n")
+        return _printed(ctx, lease, options, f"lease.coordination.k8s.io/{name} {words[0]}d\n")

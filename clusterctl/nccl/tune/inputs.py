@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.facts.model import NetDevice, RDMADevice, TopoMatrix
+from clusterctl.facts.model import NetDevice, RDMADevice, RDMAPort, TopoMatrix
 from clusterctl.facts.netdev import merge_ipv4
 from clusterctl.facts.rdma import card_of
 from clusterctl.inventory.model import Host
@@ -43,6 +43,12 @@ class NicFacts:
     gpu_links: tuple[tuple[int, str], ...] = ()
     #: Its card model (``card_of``), whose same port on other hosts its rate is judged against.
     card: str | None = None
+
+    @classmethod
+    def of(cls, hca: str, port: RDMAPort, **where: Any) -> NicFacts:
+        """One port of ``hca`` as the survey read it (live or saved), with ``where`` it sits."""
+        return cls(hca, port.port, port.state or "PORT_DOWN", port.link_layer or "InfiniBand", port.rate_gbps,
+                   port.roce_v2_gid_index, port.gids, **where)
 
     @property
     def active(self) -> bool:
@@ -107,22 +113,9 @@ def nics_from_facts(
     out: list[NicFacts] = []
     for device in rdma or ():
         placement = topology.nic(device.hca) if topology is not None else None
-        for port in device.ports:
-            out.append(
-                NicFacts(
-                    hca=device.hca,
-                    port=port.port,
-                    state=port.state,
-                    link_layer=port.link_layer,
-                    rate_gbps=port.rate_gbps,
-                    roce_v2_gid_index=port.roce_v2_gid_index,
-                    gids=port.gids,
-                    netdev=netdev_of.get((device.hca, port.port)),
-                    nearest_gpus=placement.nearest_gpus if placement else (),
-                    gpu_links=_gpu_links(matrix, device.hca),
-                    card=card_of(device),
-                )
-            )
+        out += [NicFacts.of(device.hca, port, netdev=netdev_of.get((device.hca, port.port)),
+                            nearest_gpus=placement.nearest_gpus if placement else (),
+                            gpu_links=_gpu_links(matrix, device.hca), card=card_of(device)) for port in device.ports]
     return tuple(out)
 
 
@@ -173,10 +166,8 @@ def host_from_saved(saved: SavedHost, inventory_host: Host | None = None) -> Tun
                           if nic.label and (link := saved.links.get((gpu, nic.label))) is not None)
         by_port = {d.port or 1: d.name for d in nic.netdevs}
         card = card_of(RDMADevice(nic.name, None, None, (), board_id=nic.board_id, ca_type=nic.ca_type))
-        nics += [NicFacts(hca=nic.name, port=port.port, state=port.state or "PORT_DOWN",
-                          link_layer=port.link_layer or "InfiniBand", rate_gbps=port.rate_gbps,
-                          roce_v2_gid_index=port.roce_v2_gid_index, gids=port.gids, netdev=by_port.get(port.port),
-                          nearest_gpus=nic.nearest_gpus, gpu_links=gpu_links, card=card) for port in nic.ports]
+        nics += [NicFacts.of(nic.name, port, netdev=by_port.get(port.port), nearest_gpus=nic.nearest_gpus,
+                             gpu_links=gpu_links, card=card) for port in nic.ports]
     return TuneHost(
         name=saved.name,
         address=saved.address or (inventory_host.connect_address if inventory_host else None),
