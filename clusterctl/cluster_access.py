@@ -101,10 +101,10 @@ def command_failed(result: CommandResult) -> TransportError:
 #: Any 429 is "try again later" (kubectl drain retries it): an eviction's, that of a PodDisruptionBudget.
 _REFUSED = {"NotFound": r'[\w.-]+ "[^"]+" not found', "AlreadyExists": r'[\w.-]+ "[^"]+" already exists',
             "Conflict": r'Operation cannot be fulfilled on [\w.-]+ "[^"]+": .+', "TooManyRequests": ".+"}
+Refusal = Literal["NotFound", "AlreadyExists", "Conflict", "TooManyRequests"]
 
 
-def server_refused(result: CommandResult,
-                   reason: Literal["NotFound", "AlreadyExists", "Conflict", "TooManyRequests"]) -> bool:
+def server_refused(result: CommandResult, reason: Refusal) -> bool:
     """THE decision that kubectl said the API server answered ``reason``: its exit 1 and last stderr line."""
     line = result.stderr.strip().rpartition("\n")[2]
     return result.exit_code == 1 and bool(re.fullmatch(

@@ -114,12 +114,12 @@ def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, ye
         for r in results:
             if action is not PowerAction.STATUS:
                 for line in r.done:
-                    app.say(f"{r.host}: {line}")
+                    app.say(f"{r.host}: {line}", soft_wrap=False)
                 if r.after:
                     app.say(f"{r.host}: power {r.after} ({r.seconds:.1f} s)" if r.seconds is not None
                             else f"{r.host}: power {r.after}", soft_wrap=False)
             if r.error:
-                app.say(f"FAILED {r.host}: {r.error}")
+                app.say(f"FAILED {r.host}: {r.error}", soft_wrap=False)
         if action is not PowerAction.STATUS:
             say_run_end(app, dry_run=dry_run)
 

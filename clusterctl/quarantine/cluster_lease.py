@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.cluster_access import server_refused
+from clusterctl.cluster_access import Refusal, server_refused
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.kube import kubectl
 
@@ -87,9 +87,14 @@ class ClusterLease:
     #: The last (holder, resourceVersion) seen on the Lease and when this process first saw it.
     _seen: tuple[str, str, float] | None = None
 
-    def _run(self, transport: Transport, args: str, body: dict[str, Any] | None = None) -> CommandResult:
+    def _run(self, transport: Transport, args: str, body: dict[str, Any] | None = None, *,
+             expected: tuple[Refusal, ...] | None = ()) -> CommandResult:
+        """kubectl ``args``; a failure is a ``LeaseError`` but the ``expected`` refusals (None: the caller judges)."""
         stdin = json.dumps(body).encode() if body is not None else None
-        return transport.run(kubectl(args), sudo=True, timeout=TIMEOUT_S, stdin=stdin)
+        result = transport.run(kubectl(args), sudo=True, timeout=TIMEOUT_S, stdin=stdin)
+        if result.ok or expected is None or any(server_refused(result, refusal) for refusal in expected):
+            return result
+        raise LeaseError(f"kubectl {args.split()[0]} lease failed (exit {result.exit_code}): {result.stderr_tail(2)}")
 
     def _object(self, resource_version: str | None, holder: str | None) -> dict[str, Any]:
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # a MicroTime
@@ -102,26 +107,22 @@ class ClusterLease:
             metadata["resourceVersion"] = resource_version
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
-    @staticmethod
-    def _version(result: CommandResult) -> str:
+    def _held(self, result: CommandResult) -> Hold:
+        """The hold a written Lease (``result``: kubectl's answer) gives, from now."""
         try:
-            return str(json.loads(result.stdout)["metadata"]["resourceVersion"])
+            version = str(json.loads(result.stdout)["metadata"]["resourceVersion"])
         except (ValueError, KeyError, TypeError):
             raise LeaseError(f"kubectl answered without the Lease's resourceVersion: {result.stdout[:200]!r}") \
                 from None
+        return Hold(self.holder, version, self.clock(), self.duration_s, self.clock)
 
     def _try(self, transport: Transport) -> Hold | str:
         """One attempt: the hold, or who holds the Lease now."""
-        got = self._run(transport, f"get lease {self.name} -n {self.namespace} -o json")
-        if server_refused(got, "NotFound"):
-            made = self._run(transport, "create -f - -o json", self._object(None, self.holder))
-            if made.ok:
-                return Hold(self.holder, self._version(made), self.clock(), self.duration_s, self.clock)
-            if server_refused(made, "AlreadyExists"):
-                return "another receiver (it was created meanwhile)"
-            raise LeaseError(f"kubectl create lease failed (exit {made.exit_code}): {made.stderr_tail(2)}")
-        if not got.ok:
-            raise LeaseError(f"kubectl get lease failed (exit {got.exit_code}): {got.stderr_tail(2)}")
+        got = self._run(transport, f"get lease {self.name} -n {self.namespace} -o json", expected=("NotFound",))
+        if not got.ok:  # NotFound
+            made = self._run(transport, "create -f - -o json", self._object(None, self.holder),
+                             expected=("AlreadyExists",))
+            return self._held(made) if made.ok else "another receiver (it was created meanwhile)"
         try:
             lease = json.loads(got.stdout)
             spec = lease.get("spec") or {}
@@ -137,12 +138,9 @@ class ClusterLease:
         free = not current or current == self.holder or now - self._seen[2] >= duration
         if not free:
             return current
-        taken = self._run(transport, "replace -f - -o json", self._object(version, self.holder))
-        if taken.ok:
-            return Hold(self.holder, self._version(taken), self.clock(), self.duration_s, self.clock)
-        if server_refused(taken, "Conflict") or server_refused(taken, "NotFound"):
-            return "another receiver (it wrote the Lease meanwhile)"
-        raise LeaseError(f"kubectl replace lease failed (exit {taken.exit_code}): {taken.stderr_tail(2)}")
+        taken = self._run(transport, "replace -f - -o json", self._object(version, self.holder),
+                          expected=("Conflict", "NotFound"))
+        return self._held(taken) if taken.ok else "another receiver (it wrote the Lease meanwhile)"
 
     def acquire(self, transport: Transport, wait_s: float, *, stopping: Callable[[], bool] | None = None) -> Hold:
         """The Lease, waiting up to ``wait_s`` while another receiver holds it (no longer once ``stopping()``)."""
@@ -163,5 +161,4 @@ class ClusterLease:
 
     def release(self, transport: Transport, hold: Hold) -> bool:
         """Give the Lease back; False when another receiver took it over meanwhile (nothing written)."""
-        result = self._run(transport, "replace -f - -o json", self._object(hold.resource_version, None))
-        return result.ok
+        return self._run(transport, "replace -f - -o json", self._object(hold.resource_version, None), expected=None).ok

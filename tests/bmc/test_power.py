@@ -191,6 +191,15 @@ def ignoring_bmc(lab: Lab) -> Iterator[int]:
         server.server_close()
 
 
+def test_a_failure_is_wrapped_under_its_host_at_80_columns(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    lab.write_inventory(address="https://127.0.0.1:1", timeout_s=2)  # nothing listens: refused at once
+    code, out = cli(lab, "power", "cycle", "gpu-a1", "--dry-run")
+    assert code == 1, out
+    assert "FAILED gpu-a1: the BMC https://127.0.0.1:1 does not answer (within 2 s)" in " ".join(out.split()), out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
 def test_a_bmc_that_never_reports_the_change_fails_after_power_timeout(lab: Lab, ignoring_bmc: int) -> None:
     lab.write_inventory(address=f"http://127.0.0.1:{ignoring_bmc}", power_timeout_s=3)
     code, out = cli(lab, "power", "off", "gpu-a1", "--yes")
