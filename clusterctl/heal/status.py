@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from clusterctl.cluster_access import on_control_plane, read_node
@@ -31,7 +31,7 @@ class HostStatus:
     def to_json(self) -> dict[str, object]:
         return {"host": self.host, "quarantined": self.quarantine is not None,
                 "quarantine": self.quarantine.to_json() if self.quarantine else None, "ready": self.ready,
-                "heal_state": self.heal_state, "heal_history": [s.to_json() for s in self.steps],
+                "heal_state": self.heal_state, "heal_history": [asdict(s) for s in self.steps],
                 "quarantine_history": self.quarantined_at, "error": self.error}
 
 
