@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.matrix import parse_version
 from clusterctl.debian_version import compare_debian_versions
 from clusterctl.inventory.model import AptRepo, BootstrapConfig, StackPin
+from clusterctl.templating import render
 
 SOURCES_DIR = "/etc/apt/sources.list.d"
 KEYRING_DIR = "/etc/apt/keyrings"
@@ -147,5 +147,5 @@ def keyring_name(repo: AptRepo, key: bytes | None = None) -> str:
 
 
 def render_sources(repo: AptRepo, keyring: str) -> str:
-    return render("apt/repo.sources.j2", description=f"apt source '{repo.name}'", url=repo.url,
+    return render("bootstrap/apt/repo.sources.j2", description=f"apt source '{repo.name}'", url=repo.url,
                   suites=list(repo.suites), components=list(repo.components), keyring=keyring)

@@ -21,10 +21,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.matrix import parse_version
 from clusterctl.deep_merge import deep_merge
 from clusterctl.errors import ParseError
+from clusterctl.templating import render
 
 V2_CRI = "io.containerd.grpc.v1.cri"
 V3_RUNTIME = "io.containerd.cri.v1.runtime"
@@ -212,11 +212,11 @@ def render_config(wanted: WantedContainerd) -> str:
     plugins = carried.pop("plugins", {})
     scalars = {k: v for k, v in carried.items() if not isinstance(v, dict)}
     tables = {k: v for k, v in carried.items() if isinstance(v, dict)}
-    return render(f"containerd/{template}", version=wanted.version, containerd_version=wanted.containerd_version,
-                  imports=[f"{wanted.dropin_dir}/*.toml"], sandbox_image=wanted.sandbox_image, cdi=wanted.cdi,
-                  default_runtime=wanted.default_runtime, runtimes=wanted.runtimes(), certs_dir=wanted.certs_dir,
-                  dropin_dir=wanted.dropin_dir, carried_scalars=scalars, carried_tables=tables,
-                  carried_plugins=plugins)
+    return render(f"bootstrap/containerd/{template}", version=wanted.version,
+                  containerd_version=wanted.containerd_version, imports=[f"{wanted.dropin_dir}/*.toml"],
+                  sandbox_image=wanted.sandbox_image, cdi=wanted.cdi, default_runtime=wanted.default_runtime,
+                  runtimes=wanted.runtimes(), certs_dir=wanted.certs_dir, dropin_dir=wanted.dropin_dir,
+                  carried_scalars=scalars, carried_tables=tables, carried_plugins=plugins)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl import __version__
-from clusterctl.bootstrap.cluster.settings import cluster_settings
+from clusterctl.bootstrap.cluster.settings import cluster_settings, kubelet_node_labels
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import select_phases
 from clusterctl.bootstrap.reset_journals import ResetJournals, bootstrap_journals
@@ -250,6 +250,9 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
                       reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):
         cluster_settings(inventory)
+        if any(p.name in ("control-plane", "join") for p in phases):
+            for host in hosts:  # kubeadm's kubelet flags label the node: refused before any phase changes a host
+                kubelet_node_labels(host)
         if survey:
             load_saved_survey(survey)
     return options

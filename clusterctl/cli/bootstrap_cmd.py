@@ -251,7 +251,7 @@ def _confirm_bootstrap(phase: str | None, skip_phases: str | None, hosts: list[s
     done = [_PHASE_WORDS[p.name] for p in changing if p.name in _PHASE_WORDS]
     others = [p.name for p in changing if p.name not in _PHASE_WORDS]
     what = "run commands as root (sudo): " + "; ".join(done + ([f"apply {', '.join(others)}"] if others else []))
-    confirm_change(what, hosts, yes=yes, preview="clusterctl bootstrap plan")
+    confirm_change(what, hosts, yes=yes, preview="clusterctl bootstrap plan" + (f" --phase {phase}" if phase else ""))
 
 
 def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhaseResult], *, plan: bool) -> None:

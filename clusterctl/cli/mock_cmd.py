@@ -74,13 +74,17 @@ Examples:
 )
 def reset(ctx: typer.Context) -> None:
     app = app_context(ctx)
-    hosts = app.hosts()
-    if not mock_hosts(hosts):
+    hosts = mock_hosts(app.hosts())
+    if not hosts:
         app.warn("no mock hosts among the selected hosts: nothing to reset")
-        return
     removed = reset_state(hosts, whole_cluster=app.limit is None)
-    app.emit({"removed": removed}, lambda: app.say(
-        "\n".join(f"removed {path}" for path in removed) or "nothing to reset: no state was kept yet", soft_wrap=False))
+
+    def table() -> None:
+        if hosts:  # the warning said it all
+            app.say("\n".join(f"removed {path}" for path in removed) or "nothing to reset: no state was kept yet",
+                    soft_wrap=False)
+
+    app.emit({"removed": removed}, table)
 
 
 @mock_app.command("set", help="""Set state values on the selected mock hosts: what their profiles' rules

@@ -207,3 +207,14 @@ def test_a_plan_says_ok_only_for_what_it_checked(tmp_path: Path) -> None:
     with_survey = run_cli("-i", DEMO, "bootstrap", "plan", "--survey", survey).stdout
     labels = with_survey.split("PHASE [topology-labels]", 1)[1].splitlines()[1]
     assert labels == "would change: gpu-a[1-3],gpu-b[1-3]"
+
+
+@pytest.mark.parametrize("phase", ["reset", "kernel"])
+def test_a_phase_refused_off_a_terminal_names_the_plan_of_that_phase(phase: str, monkeypatch: pytest.MonkeyPatch
+                                                                     ) -> None:
+    """'bootstrap plan' plans the default phases, never reset: the refusal names the plan that shows this phase."""
+    monkeypatch.delenv("CLUSTERCTL_YES", raising=False)
+    done = run_cli("-i", DEMO, "bootstrap", "phase", phase)
+    assert done.exit_code == 2 and f"'clusterctl bootstrap plan --phase {phase}' shows" in done.stderr, done.output
+    shown = run_cli("-i", DEMO, "bootstrap", "plan", "--phase", phase)
+    assert shown.exit_code == 0 and f"PHASE [{phase}]" in shown.stdout, shown.output

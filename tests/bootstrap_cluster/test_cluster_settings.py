@@ -44,11 +44,6 @@ def test_defaults_are_the_inventorys_whatever_the_cni_and_follow_the_first_contr
     assert flannel.network.manifest_base.endswith("v0.28.10")
 
 
-def test_a_pod_subnet_that_overlaps_the_service_subnet_is_refused() -> None:
-    with pytest.raises(UsageError, match="overlaps"):
-        make_settings(pod_subnet="10.96.0.0/16", service_subnet="10.96.0.0/12")
-
-
 def test_an_unknown_field_gets_a_did_you_mean() -> None:
     with pytest.raises(UsageError) as err:
         make_settings(network={"cnii": "flannel"})

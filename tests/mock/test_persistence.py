@@ -82,3 +82,16 @@ def test_an_empty_mock_state_is_no_setting_in_either_format(tmp_path: Path, _pri
                    "clusterctl_mock_state=''\n")
     for inventory in (native, ini):
         assert Path(str(load_inventory(inventory).host("n1").mock_state)).parent == _private_mock_state
+
+
+def test_each_mock_command_reports_in_json_when_no_selected_host_is_a_mock_host() -> None:
+    """A script reading ``-o json`` gets a report from every ``mock`` command, and the warning on stderr, when the
+    selected hosts are no mock hosts (``mock reset`` printed nothing on stdout)."""
+    plain = Path("a,b,")  # a host list: ssh hosts
+    for command, report in ((("show",), {"hosts": []}), (("reset",), {"removed": []}),
+                            (("set", "x=1"), {"hosts": [], "values": {"x": "1"}}), (("timers",), {"runs": []})):
+        done = clusterctl(plain, "-o", "json", "mock", *command)
+        assert (done.returncode, json.loads(done.stdout or "null")) == (0, report), command
+    said = clusterctl(plain, "mock", "reset")
+    assert (said.returncode, said.stdout, said.stderr) == \
+        (0, "", "warning: no mock hosts among the selected hosts: nothing to reset\n")

@@ -21,9 +21,9 @@ from real_cluster import Cluster, kubectl_json
 
 from clusterctl.agent import conditions as cond
 from clusterctl.agent.run import AgentOptions, patch_conditions, read_conditions
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.phases.node_agent import KUBECONFIG_PATH, NAMESPACE, read_tokens
 from clusterctl.findings import Finding, Severity
+from clusterctl.templating import render
 
 NODE = "gpu-a2"
 OTHER = "gpu-a3"
@@ -37,7 +37,7 @@ def _conditions(cluster: Cluster, node: str) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def agent(control_plane: Cluster) -> AgentOptions:
     nodes = [h.name for h in control_plane.inventory.hosts]
-    manifest = render("node-agent/rbac.yaml.j2", nodes=nodes, namespace=NAMESPACE)
+    manifest = render("bootstrap/node-agent/rbac.yaml.j2", nodes=nodes, namespace=NAMESPACE)
     applied = control_plane.plane.kubectl("apply -f -", stdin=manifest.encode())
     assert applied.returncode == 0, applied.stderr
     ctx = control_plane.context()
@@ -47,7 +47,7 @@ def agent(control_plane: Cluster) -> AgentOptions:
         time.sleep(1)
         tokens = read_tokens(ctx)
     assert set(tokens) == set(nodes), control_plane.plane.log_tail("kube-controller-manager")
-    kubeconfig = render("node-agent/kubeconfig.yaml.j2", node=NODE,
+    kubeconfig = render("bootstrap/node-agent/kubeconfig.yaml.j2", node=NODE,
                         endpoint=control_plane.settings.control_plane_endpoint, token=tokens[NODE].reveal())
     path: Path = control_plane.plane.host_path(KUBECONFIG_PATH)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,7 +130,7 @@ def test_a_node_gone_from_the_inventory_loses_its_identity(control_plane: Cluste
         found = control_plane.plane.kubectl(what)
         assert found.returncode != 0 and "NotFound" in found.stderr, what
     # The deleted ServiceAccount's token is refused by the API server's authenticator.
-    kubeconfig = render("node-agent/kubeconfig.yaml.j2", node=gone,
+    kubeconfig = render("bootstrap/node-agent/kubeconfig.yaml.j2", node=gone,
                         endpoint=control_plane.settings.control_plane_endpoint, token=old_token.reveal())
     control_plane.plane.host_path("/etc/clusterctl/gone.kubeconfig").write_text(kubeconfig)
     refused = control_plane.plane.sh(f"kubectl --kubeconfig /etc/clusterctl/gone.kubeconfig get node {gone} "

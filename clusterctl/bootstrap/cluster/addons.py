@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.alerts import COUNTERS_CONFIGMAP, render_counters_configmap
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, site_image
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, GPU_RESOURCE
 from clusterctl.inventory.cluster_sections import ChartSource
+from clusterctl.templating import render
 
 VALUES_DIR = "/etc/kubernetes/clusterctl/helm"
 CHARTS_DIR = "/etc/kubernetes/clusterctl/charts"
@@ -88,26 +88,25 @@ def addon_plan(
     monitor_labels = sorted(settings.alerts.rule_labels.items())
     manifests: list[Manifest] = []
     if runtime_class:
-        manifests.append(Manifest(f"{MANIFESTS_DIR}/runtimeclass-nvidia.yaml",
-                                  render("manifests/runtimeclass.yaml.j2", name=RUNTIME_CLASS, handler="nvidia"),
-                                  "RuntimeClass nvidia"))
+        manifests.append(Manifest(f"{MANIFESTS_DIR}/runtimeclass-nvidia.yaml", render(
+            "bootstrap/manifests/runtimeclass.yaml.j2", name=RUNTIME_CLASS, handler="nvidia"), "RuntimeClass nvidia"))
     if addons.mode == "gpu-operator":
         op = addons.chart("gpu-operator")
         manifests += [_namespace(op.namespace), _counters(op.namespace, key)]
-        values = render("helm/gpu-operator.values.yaml.j2", chart_version=op.version, host_driver=addons.host_driver,
-                        host_toolkit=addons.host_toolkit, counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
-                        service_monitor=service_monitor, monitor_labels=monitor_labels, cdi=cdi,
-                        image_registry=registry)
+        values = render("bootstrap/helm/gpu-operator.values.yaml.j2", chart_version=op.version,
+                        host_driver=addons.host_driver, host_toolkit=addons.host_toolkit,
+                        counters_configmap=COUNTERS_CONFIGMAP, counters_key=key, service_monitor=service_monitor,
+                        monitor_labels=monitor_labels, cdi=cdi, image_registry=registry)
         return AddonPlan(tuple(manifests), (HelmRelease(op, values),))
     dp, nfd, dcgm = (addons.chart(n) for n in ("nvidia-device-plugin", "node-feature-discovery", "dcgm-exporter"))
     manifests += [_namespace(namespace) for namespace in dict.fromkeys((nfd.namespace, dp.namespace, dcgm.namespace))]
     manifests.append(_counters(dcgm.namespace, key))
     releases = (
-        HelmRelease(nfd, render("helm/node-feature-discovery.values.yaml.j2", chart_version=nfd.version,
+        HelmRelease(nfd, render("bootstrap/helm/node-feature-discovery.values.yaml.j2", chart_version=nfd.version,
                                 image_registry=registry)),
-        HelmRelease(dp, render("helm/nvidia-device-plugin.values.yaml.j2", chart_version=dp.version,
+        HelmRelease(dp, render("bootstrap/helm/nvidia-device-plugin.values.yaml.j2", chart_version=dp.version,
                                runtime_class=rc, image_registry=registry)),
-        HelmRelease(dcgm, render("helm/dcgm-exporter.values.yaml.j2", chart_version=dcgm.version,
+        HelmRelease(dcgm, render("bootstrap/helm/dcgm-exporter.values.yaml.j2", chart_version=dcgm.version,
                                  counters_configmap=COUNTERS_CONFIGMAP, counters_key=key,
                                  service_monitor=service_monitor, monitor_labels=monitor_labels, runtime_class=rc,
                                  image_registry=registry,
@@ -118,7 +117,7 @@ def addon_plan(
 
 def _namespace(name: str) -> Manifest:
     return Manifest(f"{MANIFESTS_DIR}/namespace-{name}.yaml",
-                    render("manifests/namespace.yaml.j2", name=name, privileged=True), f"namespace {name}")
+                    render("bootstrap/manifests/namespace.yaml.j2", name=name, privileged=True), f"namespace {name}")
 
 
 def _counters(namespace: str, key: str) -> Manifest:
@@ -138,6 +137,6 @@ def test_pod_name(node: str) -> str:
 
 def render_test_pod(node: str, resource: str = GPU_RESOURCE, *, runtime_class: bool,
                     image_registry: str | None = None) -> str:
-    return render("manifests/gpu-test-pod.yaml.j2", name=test_pod_name(node), namespace=TEST_NAMESPACE, node=node,
-                  resource=resource, runtime_class=RUNTIME_CLASS if runtime_class else None,
+    return render("bootstrap/manifests/gpu-test-pod.yaml.j2", name=test_pod_name(node), namespace=TEST_NAMESPACE,
+                  node=node, resource=resource, runtime_class=RUNTIME_CLASS if runtime_class else None,
                   image=site_image(TEST_POD_IMAGE, image_registry))

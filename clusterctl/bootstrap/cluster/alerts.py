@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.inventory.cluster_sections import AlertSettings
 from clusterctl.promql_text import host_alternation
+from clusterctl.templating import render
 
 RULES_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.rules.yml"
 PROMETHEUS_RULE_PATH = "/etc/kubernetes/clusterctl/prometheus/dcgm-alerts.prometheusrule.yaml"
@@ -76,11 +76,11 @@ COUNTERS: tuple[Counter, ...] = (
 
 def render_rules(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
     """The plain rules file (``rule_files:``), for promtool and a Prometheus outside the cluster."""
-    return render("alerts/dcgm-rules.yml.j2", **_values(settings, nvlink_hosts))
+    return render("bootstrap/alerts/dcgm-rules.yml.j2", **_values(settings, nvlink_hosts))
 
 
 def render_prometheus_rule(settings: AlertSettings, nvlink_hosts: Iterable[str] = ()) -> str:
-    return render("alerts/prometheusrule.yaml.j2", namespace=settings.namespace,
+    return render("bootstrap/alerts/prometheusrule.yaml.j2", namespace=settings.namespace,
                   rule_labels=sorted(settings.rule_labels.items()), **_values(settings, nvlink_hosts))
 
 
@@ -157,5 +157,5 @@ def render_receiver_for(settings: AlertSettings, control_plane_address: str) -> 
 
 
 def render_counters_configmap(name: str, namespace: str, key: str) -> str:
-    return render("manifests/dcgm-counters-configmap.yaml.j2", name=name, namespace=namespace, key=key,
+    return render("bootstrap/manifests/dcgm-counters-configmap.yaml.j2", name=name, namespace=namespace, key=key,
                   counters=COUNTERS)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, kubelet_node_labels
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
 from clusterctl.secret import Secret
+from clusterctl.templating import render
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -126,7 +126,7 @@ def render_init_config(
     names = (name for cp in inventory.control_planes for name in (cp.name, cp.address) if name)
     sans = list(dict.fromkeys([endpoint_host, *names]))
     return render(
-        "kubeadm/init-config.yaml.j2",
+        "bootstrap/kubeadm/init-config.yaml.j2",
         **_common(settings, host),
         image_repository=settings.image_repository,
         pod_subnet=settings.pod_subnet,
@@ -154,7 +154,7 @@ def render_join_config(
     if control_plane and certificate_key is None:
         raise ValueError(f"{host.name} joins as a control plane: a certificate key is needed")
     text = render(
-        "kubeadm/join-config.yaml.j2",
+        "bootstrap/kubeadm/join-config.yaml.j2",
         **_common(settings, host),
         token=token.reveal(),
         ca_cert_hash=ca_hash,
@@ -170,7 +170,7 @@ def render_cluster_op_config(
 ) -> Secret:
     """Config for ``kubeadm token create`` / ``kubeadm init phase upload-certs`` read on stdin."""
     text = render(
-        "kubeadm/cluster-op-config.yaml.j2",
+        "bootstrap/kubeadm/cluster-op-config.yaml.j2",
         kubernetes_version=settings.kubernetes.tag,
         control_plane_endpoint=settings.control_plane_endpoint,
         cri_socket=settings.cri_socket,
@@ -189,7 +189,7 @@ def render_reset_config(cri_socket: str, *, skip_phases: tuple[str, ...] = ()) -
     """The ResetConfiguration ``kubeadm reset --config /dev/stdin`` reads (``RESET_COMMAND``);
     ``skip_phases``: kubeadm's reset phases not to run (``remove-etcd-member`` where bootstrap made no
     etcd member: that phase empties /var/lib/etcd even on a worker)."""
-    return render("kubeadm/reset-config.yaml.j2", cri_socket=cri_socket, timeouts=TIMEOUTS,
+    return render("bootstrap/kubeadm/reset-config.yaml.j2", cri_socket=cri_socket, timeouts=TIMEOUTS,
                   skip_phases=skip_phases)
 
 
@@ -200,7 +200,7 @@ def render_upgrade_config(target: str, *, allow_cgroup_v1: bool = False) -> str:
     ``allow_cgroup_v1`` (``bootstrap.allow_cgroup_v1``): the preflight of ``upgrade apply`` and
     ``upgrade node`` runs kubeadm's SystemVerification, which refuses a cgroup v1 host as init's does.
     """
-    return render("kubeadm/upgrade-config.yaml.j2", kubernetes_version=target,
+    return render("bootstrap/kubeadm/upgrade-config.yaml.j2", kubernetes_version=target,
                   image_pull_policy=UPGRADE_IMAGE_PULL_POLICY, timeouts=TIMEOUTS,
                   allow_cgroup_v1=allow_cgroup_v1)
 

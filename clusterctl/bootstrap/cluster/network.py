@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, site_image
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.inventory.cluster_sections import NetworkSettings
 from clusterctl.inventory.pins import CNI_PINS
+from clusterctl.templating import render
 
 MANIFEST_DIR = "/etc/kubernetes/clusterctl/network"
 
@@ -43,14 +43,14 @@ def network_plan(settings: ClusterSettings) -> NetworkPlan:
     net = settings.network
     pin = CNI_PINS[net.cni]
     if net.cni == "calico":
-        text = render("cni/calico-installation.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
+        text = render("bootstrap/cni/calico-installation.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
                       image_registry=net.image_registry)
         return NetworkPlan(
             "calico", net.version, tuple(f"{net.manifest_base}/{name}" for name in pin.manifests),
             f"{MANIFEST_DIR}/calico-installation.yaml", text, ("calico-system", "daemonset/calico-node"),
         )
     flannel, cni_plugin = cni_images(net)
-    text = render("cni/flannel.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
+    text = render("bootstrap/cni/flannel.yaml.j2", version=net.version, pod_subnet=settings.pod_subnet,
                   image_registry=net.image_registry, flannel_image=flannel, cni_plugin_image=cni_plugin)
     return NetworkPlan("flannel", net.version, (), f"{MANIFEST_DIR}/kube-flannel.yaml", text,
                        ("kube-flannel", "daemonset/kube-flannel-ds"))

@@ -10,7 +10,6 @@ one set of checks.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from clusterctl.inventory.cluster_sections import (
 )
 from clusterctl.inventory.model import BootstrapConfig
 from clusterctl.inventory.pins import KUBEADM_V1BETA4_FIRST_MINOR, NEWEST_KUBERNETES
-from clusterctl.templating import label_value
+from clusterctl.templating import TemplateError, label_value
 
 if TYPE_CHECKING:
     from clusterctl.inventory.model import Host, Inventory
@@ -136,13 +135,10 @@ def settings_from_mapping(
     else:
         raise UsageError("no control-plane host: give one host the control-plane role.", field="hosts")
     # The inventory's defaults, whatever the CNI: Calico's Installation takes kubeadm's pod subnet as its pool.
+    # Subnets that overlap are refused where the inventory is read (``inventory.bootstrap_section``).
     pod = by_rule(values.subnet, data.get("pod_subnet") or BootstrapConfig.pod_subnet, f"{where}.pod_subnet")
     service = by_rule(values.subnet, data.get("service_subnet") or BootstrapConfig.service_subnet,
                       f"{where}.service_subnet")
-    pod_net, svc_net = ipaddress.ip_network(pod), ipaddress.ip_network(service)
-    if pod_net.version == svc_net.version and pod_net.overlaps(svc_net):
-        raise UsageError(f"pod subnet {pod} overlaps service subnet {service}.", field=f"{where}.pod_subnet",
-                         hint="Pick two separate ranges.")
     return ClusterSettings(
         kubernetes=version,
         control_plane_endpoint=cp,
@@ -188,14 +184,16 @@ def kubelet_node_labels(host: Host) -> dict[str, str]:
     """Labels the kubelet sets on its own Node at registration (``--node-labels``).
 
     ``topology.kubernetes.io/zone`` is one of the few ``kubernetes.io`` labels a kubelet may set
-    on itself (NFD may not set it at all); the rack goes under clusterctl's own prefix.
+    on itself (NFD may not set it at all); the rack goes under clusterctl's own prefix. A zone or rack
+    that cannot be a label value (the survey takes ``rack 1`` as it is) is refused naming the host.
     """
     labels: dict[str, str] = {}
-    zone = host_zone(host)
-    if zone:
-        labels["topology.kubernetes.io/zone"] = label_value(zone)
-    if host.rack:
-        labels[f"{LABEL_PREFIX}/rack"] = label_value(host.rack)
+    for key, value in (("topology.kubernetes.io/zone", host_zone(host)), (f"{LABEL_PREFIX}/rack", host.rack)):
+        try:
+            if value:
+                labels[key] = label_value(value)
+        except TemplateError as exc:
+            raise UsageError(f"{key}: {exc.message}", file=host.source, field=f"hosts.{host.name}") from None
     return labels
 
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterctl.bootstrap.cluster.settings import LABEL_PREFIX
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.saved_survey import SavedHost, SavedSurvey
 from clusterctl.survey.checks.codes import NIC_LOSS_CODES, NVLINK_LOSS_CODES
+from clusterctl.templating import render
 
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 FEATURE_FILE = "clusterctl-topology"
@@ -85,7 +85,7 @@ def topology_labels(host: SavedHost, fabric_type: str | None = None) -> Topology
 
 
 def render_feature_file(labels: TopologyLabels, survey: SavedSurvey) -> str:
-    text = render("nfd/topology-features.j2", host=labels.host, survey_time=survey.generated_at,
+    text = render("bootstrap/nfd/topology-features.j2", host=labels.host, survey_time=survey.generated_at,
                   prefix=LABEL_PREFIX, labels=labels.labels, features=labels.features)
     if len(text.encode()) > MAX_FEATURE_FILE_BYTES:
         raise ValueError(f"feature file for {labels.host} exceeds NFD's 64 kB limit")

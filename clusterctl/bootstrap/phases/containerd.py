@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.containerd_config import (
     DropinProblem,
     WantedContainerd,
@@ -54,6 +53,7 @@ from clusterctl.facts.containerd import (
     parse_ctr_plugins,
 )
 from clusterctl.findings import Finding, Severity
+from clusterctl.templating import render
 from clusterctl.wording import first_few
 
 
@@ -77,7 +77,7 @@ def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
 
 
 def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:
-    return render("containerd/hosts.toml.j2", registry=registry, server=registry_server(registry),
+    return render("bootstrap/containerd/hosts.toml.j2", registry=registry, server=registry_server(registry),
                   mirrors=list(mirrors))
 
 

@@ -200,10 +200,8 @@ class ControlPlane(Phase[ControlPlaneState]):
             return _submit_join(gate, changes)
         records = gate.submit_all(changes)
         material = ctx.shared.join
-        if material.ca_hash is None:
-            pem = cc.read(ctx, kubeadm.CA_CERT)
-            if pem:
-                material.ca_hash = kubeadm.ca_cert_hash(pem)
+        if material.ca_hash is None and (pem := cc.read(ctx, kubeadm.CA_CERT)):
+            material.ca_hash = kubeadm.ca_cert_hash(pem)
         return records
 
     def verify(self, ctx: PhaseContext) -> list[Finding]:

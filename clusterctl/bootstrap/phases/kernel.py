@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import shlex
 
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.changes import Change
 from clusterctl.facts.kernel import KernelFacts, comment_out_swap, fstab_swap_lines, kernel_probe, parse_kernel_probe
 from clusterctl.findings import Finding, Severity
+from clusterctl.templating import render
 
 MODULES = ("overlay", "br_netfilter")
 SYSCTLS = {"net.bridge.bridge-nf-call-iptables": "1", "net.bridge.bridge-nf-call-ip6tables": "1",
@@ -44,14 +44,14 @@ class Kernel(Phase[KernelFacts]):
 
     def plan(self, ctx: PhaseContext, state: KernelFacts) -> list[Change]:
         host = ctx.host.name
-        modules_conf = render("kernel/modules-load.conf.j2", modules=MODULES)
+        modules_conf = render("bootstrap/kernel/modules-load.conf.j2", modules=MODULES)
         changes = [Change.write_file(host, MODULES_FILE, modules_conf, current=state.files.get(MODULES_FILE),
                                      summary="load overlay, br_netfilter at boot")]
         loaded = set(state.modules or ())
         changes += [Change.run(host, f"modprobe {shlex.quote(module)}", summary=f"load {module} now",
                                cannot_undo="a loaded module stays loaded until the next boot")
                     for module in MODULES if module not in loaded]
-        changes.append(Change.write_file(host, SYSCTL_FILE, render("kernel/sysctl.conf.j2", settings=SYSCTLS),
+        changes.append(Change.write_file(host, SYSCTL_FILE, render("bootstrap/kernel/sysctl.conf.j2", settings=SYSCTLS),
                                          current=state.files.get(SYSCTL_FILE), summary="Kubernetes sysctls at boot"))
         wrong = {k: v for k, v in SYSCTLS.items() if state.sysctl.get(k) != v}
         if wrong:

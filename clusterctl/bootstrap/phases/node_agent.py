@@ -31,7 +31,6 @@ import yaml
 from clusterctl.agent.bundle import BUNDLE_PATH, DIGEST_PATH, PYTHON, build, digest_line
 from clusterctl.agent.main import CONFIG_PATH
 from clusterctl.agent.metrics import TEXTFILE_NAME
-from clusterctl.bootstrap.cluster.templating import render
 from clusterctl.bootstrap.phase import ClusterWidePhase, Phase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_IN_CLUSTER, Change, GateRecord, HostGate
@@ -39,6 +38,7 @@ from clusterctl.facts.kube import kubectl
 from clusterctl.findings import Finding, Severity
 from clusterctl.inventory.model import Fabric
 from clusterctl.secret import Secret, register_secret
+from clusterctl.templating import render
 
 NAMESPACE = "kube-system"
 RBAC_PATH = "/etc/kubernetes/clusterctl/node-agent/rbac.yaml"
@@ -135,7 +135,7 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
         if not state.cluster and ctx.options.applying:
             return []
         nodes = node_names(ctx)
-        manifest = render("node-agent/rbac.yaml.j2", nodes=nodes, namespace=NAMESPACE)
+        manifest = render("bootstrap/node-agent/rbac.yaml.j2", nodes=nodes, namespace=NAMESPACE)
         write = Change.write_file(ctx.host.name, RBAC_PATH, manifest, current=state.manifest,
                                   summary="node agent identities (ServiceAccount, token, role per node)")
         changes = [] if write.is_noop else [write]
@@ -255,11 +255,11 @@ class NodeAgent(Phase[AgentState]):
         if token is None and not ctx.options.applying and ctx.shared.node_agent_tokens:
             token = Secret("<the token node-agent-access reads>")  # a plan before the Secret is filled
         endpoint = ctx.settings().control_plane_endpoint
-        kubeconfig = render("node-agent/kubeconfig.yaml.j2", node=node, endpoint=endpoint,
+        kubeconfig = render("bootstrap/node-agent/kubeconfig.yaml.j2", node=node, endpoint=endpoint,
                             token=token.reveal()) if token else None
-        service = render("node-agent/clusterctl-node-agent.service.j2", python=PYTHON, bundle=BUNDLE_PATH,
+        service = render("bootstrap/node-agent/clusterctl-node-agent.service.j2", python=PYTHON, bundle=BUNDLE_PATH,
                          config=CONFIG_PATH, timeout_s=RUN_LIMIT_S)
-        timer = render("node-agent/clusterctl-node-agent.timer.j2", interval_s=INTERVAL_S)
+        timer = render("bootstrap/node-agent/clusterctl-node-agent.timer.j2", interval_s=INTERVAL_S)
         wanted: list[tuple[str, bytes | str, int, str]] = [
             (BUNDLE_PATH, build(), 0o644, "node agent bundle (clusterctl's checks + prometheus-client)"),
             (DIGEST_PATH, digest_line(build()), 0o644, "node agent bundle's sha256"),
