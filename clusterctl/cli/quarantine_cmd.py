@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import partial
 
 import typer
-from click.core import ParameterSource
 
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
 from clusterctl.cli.context import DELETE_EMPTYDIR_DATA, DRAIN_TIMEOUT, STATE_DIR, app_context
@@ -86,9 +85,8 @@ def quarantine_command(
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
-    given = [name for name, on in {"--force": force, "--delete-emptydir-data": delete_emptydir_data, "--drain-timeout":
-             ctx.get_parameter_source("drain_timeout") is not ParameterSource.DEFAULT}.items() if on]
-    if given and not drain:  # a drain's option alone would be ignored: the user meant a drain
+    given = [name for name, on in (("--force", force), ("--delete-emptydir-data", delete_emptydir_data)) if on]
+    if given and not drain:  # a drain's switch alone would be ignored: the user meant a drain
         raise UsageError(f"{given[0]} goes with --drain (without it no pod is evicted)")
     app = app_context(ctx)
     targets = app.named_hosts(hosts)
