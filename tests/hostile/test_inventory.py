@@ -214,4 +214,4 @@ def test_an_apt_repository_name_apt_would_ignore_is_refused(cli, tmp_path: Path)
                    ' suites: [jammy], components: [main]}\n')
     ran = cli("-i", str(inv), "inventory", "check")
     assert ran.code == 2
-    assert f"{inv}:5: field 'bootstrap.apt_repos[0].name': repository name 'caf\u00e9' may only use ASCII letters" in ran.err
+    assert f"{inv}:5: field 'bootstrap.apt_repos[0].name': repository name 'caf\u00e9' may only use ASCII" in ran.err
