@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl import __version__
+from clusterctl.bootstrap.cluster.addons import addon_plan
 from clusterctl.bootstrap.cluster.settings import cluster_settings, kubelet_node_labels
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import select_phases
@@ -249,10 +250,15 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     options = replace(request.options, hosts=tuple(h.name for h in hosts), survey=survey, applying=request.apply,
                       reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):
-        cluster_settings(inventory)
+        settings = cluster_settings(inventory)
+        # What kubeadm's kubelet flags label each node with, and an air-gapped site's chart archives: refused
+        # before any phase changes a host.
         if any(p.name in ("control-plane", "join") for p in phases):
-            for host in hosts:  # kubeadm's kubelet flags label the node: refused before any phase changes a host
+            for host in hosts:
                 kubelet_node_labels(host)
+        if any(p.name == "gpu-addons" for p in phases):
+            for release in addon_plan(settings, runtime_class=False, service_monitor=False).releases:
+                release.archive_data()
         if survey:
             load_saved_survey(survey)
     return options
