@@ -251,12 +251,10 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
                       reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):
         settings = cluster_settings(inventory)
-        # What kubeadm's kubelet flags label each node with, and an air-gapped site's chart archives: refused
-        # before any phase changes a host.
         if any(p.name in ("control-plane", "join") for p in phases):
-            for host in hosts:
+            for host in hosts:  # kubeadm's kubelet flags label the node: refused before any phase changes a host
                 kubelet_node_labels(host)
-        if any(p.name == "gpu-addons" for p in phases):
+        if any(p.name == "gpu-addons" for p in phases):  # an air-gapped site's chart archives: read up front too
             for release in addon_plan(settings, runtime_class=False, service_monitor=False).releases:
                 release.archive_data()
         if survey:

@@ -172,10 +172,8 @@ class Reset(Phase[ResetState]):
             else:
                 state.left.append(f"{CNI_DIR}/{name}")
         interfaces = [n for n in _lines(ctx, "ls -1 /sys/class/net") or [] if CNI_INTERFACE.match(n.strip())]
-        saved = _lines(ctx, "iptables-save")
-        rules = sum(1 for line in saved or [] if CLUSTER_RULE.search(line))
-        ipvs = _lines(ctx, "ipvsadm -Ln")
-        has_ipvs = ipvs is not None and any(line.startswith(("TCP", "UDP")) for line in ipvs)
+        rules = sum(1 for line in _lines(ctx, "iptables-save") or [] if CLUSTER_RULE.search(line))
+        has_ipvs = any(line.startswith(("TCP", "UDP")) for line in _lines(ctx, "ipvsadm -Ln") or [])
         if ours_node or force:
             state.interfaces, state.iptables_rules, state.ipvs = interfaces, rules, has_ipvs
         else:
