@@ -75,9 +75,8 @@ def run(
         # Its answers are the packages phase's first read, not made again (unless a phase before it changes the host).
         answered = _refuse_downgrades(runner, hosts, inventory, request.options)
     resumed_with = None
-    journals = None
-    if any(p.name == "reset" for p in phases):
-        journals = bootstrap_journals(place.journal_dir, cluster=inventory.name, fleet=place.key)
+    journals = bootstrap_journals(place.journal_dir, cluster=inventory.name, fleet=place.key) \
+        if any(p.name == "reset" for p in phases) else None
     if store is not None:
         request, resumed_with = _survey_of_the_run(request, store)
         if request.survey:
