@@ -48,7 +48,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
         state = AddonState(plan, helm=ctx.reader.run("command -v helm", sudo=True).exit_code == 0)
         archives = [r.archive_path for r in plan.releases if r.archive_path]
         for path in [m.path for m in plan.manifests] + [r.values_path for r in plan.releases] + archives:
-            state.files[path] = cc.read(ctx, path)
+            state.files[path] = ctx.reader.get(path, sudo=True)
         if ready:
             result = ctx.reader.run(HELM_LIST_COMMAND, sudo=True, timeout=60)
             if result.ok:

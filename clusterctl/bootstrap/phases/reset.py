@@ -190,14 +190,12 @@ class Reset(Phase[ResetState]):
                 # A data disk mounted there: the folder itself cannot go ("Device or resource busy").
                 state.mount_points.append(folder)
         if state.journal is not None:
-            self._check_journal_rest(ctx, state, force=force)
+            self._check_journal_rest(ctx, state, state.journal, force=force)
         else:
             self._check_known_rest(ctx, state)
         return state
 
-    def _check_journal_rest(self, ctx: PhaseContext, state: ResetState, *, force: bool) -> None:
-        plan = state.journal
-        assert plan is not None
+    def _check_journal_rest(self, ctx: PhaseContext, state: ResetState, plan: rj.JournalPlan, *, force: bool) -> None:
         if force:
             plan.steps += [Change.remove_file(ctx.host.name, p, summary=f"remove {p} (a command of bootstrap wrote "
                                               "it; --force)") for p in plan.command_files]
@@ -222,7 +220,7 @@ class Reset(Phase[ResetState]):
             if backup is None:
                 state.not_restored = (f"no backup of {CONTAINERD_CONFIG} kept by clusterctl on this host "
                                       "(config.toml.bak.<time>.<id>): nothing to restore")
-            elif cc.read(ctx, backup) == cc.read(ctx, CONTAINERD_CONFIG):
+            elif ctx.reader.get(backup, sudo=True) == ctx.reader.get(CONTAINERD_CONFIG, sudo=True):
                 state.not_restored = f"{CONTAINERD_CONFIG} is already the same as its first backup {backup}"
             else:
                 state.containerd_backup = backup
