@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from clusterctl.errors import UsageError
 from clusterctl.inputfile import read_text_input
+from clusterctl.terminal_text import UNICODE_TRICKS
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ MAX_TEXT = 2_000
 MAX_PATH = 4_096
 #: Characters no one-line text field may have: C0 and C1 controls (newline and tab included), DEL, and
 #: the Unicode line separators and bidirectional overrides that make text read differently from what it is.
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile(rf"[\x00-\x1f\x7f-\x9f{UNICODE_TRICKS}]")
 
 
 class BadField(Exception):

@@ -97,12 +97,10 @@ def print_wrapped(console: Console, text: str | Text, indent: int | str | None =
     leads the first line, and ``indent`` (default: that column, else 2) the lines after it."""
     if indent is None:
         indent = len(first_indent) or 2
-    if isinstance(text, str):
-        console.print(hanging(text, wrap_width(console), indent, first_indent=first_indent), markup=False,
-                      highlight=False, soft_wrap=True, style=style)
-        return
-    console.print(wrap_styled(text, wrap_width(console), indent), highlight=False, soft_wrap=True,
-                  style=style or "")
+    width = wrap_width(console)
+    wrapped = (hanging(text, width, indent, first_indent=first_indent) if isinstance(text, str)
+               else wrap_styled(text, width, indent))
+    console.print(wrapped, markup=False, highlight=False, soft_wrap=True, style=style or "")
 
 
 def wrap_styled(text: Text, width: int, indent: int | str = 2) -> Text:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import re
 
-# C0 controls except tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
-_CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
+#: The Unicode line separators and bidirectional overrides: they make text read differently from what it is.
+UNICODE_TRICKS = "\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# C0 controls except tab and newline, DEL, the C1 controls (0x9b is a one-byte CSI) and those tricks.
+_CONTROL = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f{UNICODE_TRICKS}]")
+_CONTROL_OR_NEWLINE = re.compile(rf"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f{UNICODE_TRICKS}]")
 _NAMED = {"\r": "\\r", "\n": "\\n", "\x1b": "\\x1b"}
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group(0)
-    return _NAMED.get(char) or f"\\x{ord(char):02x}"
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
 
 
 def visible(text: str) -> str:

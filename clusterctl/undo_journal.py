@@ -25,7 +25,7 @@ from clusterctl.errors import UsageError
 from clusterctl.hostlist import compress
 from clusterctl.json_input import MAX_PATH, flag, items, join, mapping, read_json, text, versioned
 from clusterctl.utc import epoch, file_stamp, utc_stamp
-from clusterctl.writable import replace_file
+from clusterctl.writable import replace_file, state_dir
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetResult, Runner
@@ -275,7 +275,7 @@ def read_journal(path: str | Path, folder: Path | None = None) -> Journal:
     where = str(path)
     if not Path(where).exists():
         raise UsageError("no such undo journal", file=where, hint=f"Journals are kept in "
-                         f"{folder or '~/.local/state/clusterctl/undo'} ('clusterctl undo --list' lists them).")
+                         f"{folder or state_dir() / 'undo'} ('clusterctl undo --list' lists them).")
 
     def shape(value: Any) -> Journal:
         data = versioned(value, JOURNAL_KIND, READABLE_VERSIONS, key="version")
@@ -286,7 +286,7 @@ def read_journal(path: str | Path, folder: Path | None = None) -> Journal:
                        {str(k): str(v) for k, v in used.items()} if isinstance(used, dict) else {},
                        list(items(data.get("changes") or [], "changes", _record_from_json)))
 
-    return _read(where, shape)
+    return _read(where, shape, folder)
 
 
 def journals_in(folder: Path, pattern: str = "*.json") -> tuple[list[Journal], dict[str, str]]:
@@ -320,13 +320,12 @@ def newest_journal(folder: Path, kind: str | None, cluster: str, hosts: Collecti
     return mine[-1]
 
 
-def _read(where: str, shape: Callable[[Any], T]) -> T:
+def _read(where: str, shape: Callable[[Any], T], folder: Path | None = None) -> T:
     # A log is the journal of a run that was stopped before it finished it.
     return read_json(where, "state", "a clusterctl undo journal", shape, decode=_from_log if _is_log(where) else None,
                      hint="Give 'clusterctl undo' the file a command named after 'undo with:' (journals are kept "
-                     "under ~/.local/state/clusterctl/undo/, or --state-dir's undo/); a damaged journal cannot be "
-                     "replayed: revert its changes by hand from the backups next to each file it wrote "
-                     "(FILE.bak.<time>.*).")
+                     f"in {folder or state_dir() / 'undo'}); a damaged journal cannot be replayed: revert its changes "
+                     "by hand from the backups next to each file it wrote (FILE.bak.<time>.*).")
 
 
 def _is_log(path: str) -> bool:

@@ -65,8 +65,9 @@ def writable_file(path: str | Path, option: str) -> Path:
 
 
 def host_file_name(host: str, suffix: str) -> str:
-    """A file name for a host's output that cannot leave the folder (inventory names are untrusted)."""
-    name = _UNSAFE.sub("_", host).lstrip(".") or "_"
+    """A file name for a host's output that cannot leave the folder (inventory names are untrusted), and that no
+    other host's name gives: each character outside the safe ones (``%`` too) written as ``%XX``."""
+    name = _UNSAFE.sub(lambda m: "".join(f"%{byte:02X}" for byte in m.group().encode()), host).lstrip(".") or "_"
     return name + suffix
 
 

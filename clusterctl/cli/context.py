@@ -59,7 +59,8 @@ class AppContext:
 
             # Off a terminal (a pipe, a ticket paste) rich would wrap at 80 columns; tables read better wider.
             width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
-            self._console = Console(no_color=_no_color(sys.stdout), highlight=False, soft_wrap=False, width=width)
+            # emoji=False, here and on stderr: ':b:' in a host named 'rack:b:1' is text, not an emoji code.
+            self._console = Console(no_color=_no_color(sys.stdout), highlight=False, width=width, emoji=False)
         return self._console
 
     @property
@@ -67,7 +68,7 @@ class AppContext:
         if self._err_console is None:
             from rich.console import Console
 
-            self._err_console = Console(stderr=True, no_color=_no_color(sys.stderr), highlight=False)
+            self._err_console = Console(stderr=True, no_color=_no_color(sys.stderr), highlight=False, emoji=False)
         return self._err_console
 
     @property

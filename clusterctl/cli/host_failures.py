@@ -31,7 +31,7 @@ def print_failures(app: AppContext, fleet: FleetResult[Any]) -> None:
         assert outcome.failure is not None
         line = f"[bold red]FAILED[/] [bold]{markup_safe(outcome.host.name)}[/]: "
         line += markup_safe(outcome.failure.describe())
-        print_wrapped(app.err_console, Text.from_markup(line), 4)
+        print_wrapped(app.err_console, Text.from_markup(line, emoji=False), 4)
     total, failed = len(fleet.outcomes), len(fleet.failed)
     if failed:
         app.err_console.print(f"{plural(total, 'host')}: {total - failed} ok, [red]{failed} failed[/]", markup=True)

@@ -620,7 +620,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     hosts, first = [inventory.host(h.name) for h in hosts], inventory.host(first.name)
     nodes = cluster_nodes(runner, first)
     current = _current(runner, first)
-    check_upgrade(current, target)
+    check_upgrade(current, target, where="--to" if request.to is not None or request.resume else "stack.kubernetes")
     report = UpgradeReport(inventory.name, current.text, target.text, request.apply)
     if pin and parse(pin, where="stack.kubernetes") != target:
         report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "

@@ -21,18 +21,18 @@ def parse(text: str, *, where: str = "--to") -> KubernetesVersion:
     return version
 
 
-def check_upgrade(current: KubernetesVersion, target: KubernetesVersion) -> None:
-    """Refuse what kubeadm refuses: a skipped minor, a downgrade, another major (exit 2, with the reason)."""
+def check_upgrade(current: KubernetesVersion, target: KubernetesVersion, *, where: str = "--to") -> None:
+    """Refuse what kubeadm refuses: a skipped minor, a downgrade, another major (exit 2: why, and ``where``)."""
     if target.major != current.major:
-        raise UsageError(f"the cluster runs {current.text}; {target.text} is another major version.", field="--to")
+        raise UsageError(f"the cluster runs {current.text}; {target.text} is another major version.", field=where)
     if target < current:
         raise UsageError(f"the cluster runs {current.text}; {target.text} would be a downgrade, which kubeadm "
-                         "does not do.", field="--to", hint=f"Pick {current.text} or later.")
+                         "does not do.", field=where, hint=f"Pick {current.text} or later.")
     if target.minor > current.minor + 1:
         step = KubernetesVersion(current.major, current.minor + 1, 0)
         raise UsageError(
             f"the cluster runs {current.text}; {target.text} skips the minor version(s) between. kubeadm "
-            f"upgrades one minor at a time (skipping MINOR versions is unsupported).", field="--to",
+            f"upgrades one minor at a time (skipping MINOR versions is unsupported).", field=where,
             hint=f"Upgrade to the newest 1.{step.minor}.x first (clusterctl upgrade apply --to 1.{step.minor}.N), "
                  f"then to {target.text}.")
 

@@ -213,20 +213,18 @@ def _shown(marker: str, lines: list[tuple[int, str]]) -> str:
     return f"'{marker} '" if spaced * 2 >= sum(1 for _, t in lines if t.strip()) else f"'{marker}'"
 
 
-def _common_indent(lines: list[tuple[int, str]]) -> str:
+def _dedented(lines: list[tuple[int, str]]) -> list[Line]:
+    """The non-blank lines, less the indentation common to them all (a block pasted indented as a whole)."""
     common: str | None = None
     for _, text in lines:
-        if not text.strip():
-            continue
-        indent = text[:len(text) - len(text.lstrip())]
-        if common is None:
-            common = indent
-        else:
-            while common and not text.startswith(common):
+        if text.strip():
+            common = text[:len(text) - len(text.lstrip())] if common is None else common
+            while not text.startswith(common):
                 common = common[:-1]
-        if not common:
-            return ""
-    return common or ""
+            if not common:
+                break
+    cut = len(common or "")
+    return [Line(number, text[cut:]) for number, text in lines if text.strip()]
 
 
 #: What ``_first_pass`` could act on, as characters and words of a line: a text with none of them anywhere
@@ -309,11 +307,6 @@ def _clean(text: str, *, plain: bool) -> Cleaned:
                         else f"a {shown} comment prefix on every line")
         # Each line loses a prefix: what was not in the text is not in the lines now either.
         kept = _first_pass(((n, _unprefix(t, marker)) for n, t in kept), removed, plain=plain)
-    indent = _common_indent(kept)
-    result: list[Line] = []
-    for number, line in kept:
-        if line.strip():
-            result.append(Line(number, line[len(indent):] if indent else line))
     notes = [plural(removed["prompt"], "shell prompt line")] if removed["prompt"] else []
     notes += prefixes
     if removed["fence"]:
@@ -322,7 +315,7 @@ def _clean(text: str, *, plain: bool) -> Cleaned:
         notes.append("pane borders")
     if removed["elision"]:
         notes.append(plural(removed["elision"], "'...' elision line"))
-    return Cleaned(result, tuple(notes))
+    return Cleaned(_dedented(kept), tuple(notes))
 
 
 def clean_lines(text: str) -> list[Line]:
@@ -340,8 +333,7 @@ def comment_block(text: str, anchor: re.Pattern[str]) -> list[Line] | None:
         block = numbered[start:end]
         if any(anchor.search(_unprefix(t, marker)) for _, t in block):
             kept = _first_pass(((n, _unprefix(t, marker)) for n, t in block), Counter())
-            indent = _common_indent(kept)
-            return [Line(n, t[len(indent):]) for n, t in kept if t.strip()]
+            return _dedented(kept)
     return None
 
 

@@ -14,7 +14,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.base import Fact
 from clusterctl.facts.clean import clean_lines
 from clusterctl.facts.model import GPUInfo
-from clusterctl.facts.nvsmi_query import NOT_AVAILABLE
+from clusterctl.facts.nvsmi_query import LOST_GPU, NOT_AVAILABLE
 
 _WHAT = "nvidia-smi --query-gpu"
 
@@ -85,6 +85,8 @@ def parse_gpus(text: str) -> tuple[GPUInfo, ...]:
         raise ParseError(_WHAT, "a field is named twice in the CSV header", line=header_number, text=header_line)
     gpus: list[GPUInfo] = []
     for position, (number, line) in enumerate(lines[1:]):
+        if LOST_GPU.match(line):
+            continue  # a GPU nvidia-smi cannot open: the others are read, and the host counts one GPU fewer
         values = [value.strip() for value in line.split(",")]
         if len(values) != len(columns):
             raise ParseError(_WHAT, f"{len(values)} values, header has {len(columns)} fields", line=number, text=line)

@@ -109,6 +109,8 @@ class NvidiaSmiQuery(ParseResult):
     driver_version: str | None
     cuda_version: str | None
     gpus: tuple[GpuHealth, ...]
+    #: The GPUs nvidia-smi could not open, a line each instead of a block: ``0000:34:00.0: Unknown Error``.
+    lost_gpus: tuple[str, ...] = ()
     #: ``Attached GPUs`` as printed (``None`` when the line was not in the input).
     attached_gpus: int | None = None
 

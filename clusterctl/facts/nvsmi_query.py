@@ -40,6 +40,9 @@ _NOT_PRINTED = {"n/a", "[n/a]", "not supported", "[not supported]", "not availab
 #: ... and those that say it has no value to give (lower case): every nvidia-smi reader's one list (``-q``, the CSVs).
 NOT_AVAILABLE = _NOT_PRINTED | {"unknown error", "[unknown error]", "insufficient permissions",
                                  "[insufficient permissions]"}
+#: The line nvidia-smi prints instead of a GPU it cannot open (fallen off the bus, lost), and goes on with the others:
+#: ``Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error`` (610+ name the index too).
+LOST_GPU = re.compile(r"^Unable to determine the device handle for GPU ?(?:\d+: )?(\S+): (.+)$", re.I | re.M)
 
 
 class GpuValues(dict[str, str]):
@@ -141,18 +144,9 @@ def _ecc(values: GpuValues) -> EccCounts:
 
 
 def _clock_events(values: GpuValues) -> tuple[str, ...]:
-    active = []
-    for path, raw in values.items():
-        top, _, name = path.partition("/")  # not "Clocks Event Reasons Counters": durations, not states
-        if top in ("Clocks Event Reasons", "Clocks Throttle Reasons") and name and raw.strip().lower() == "active":
-            active.append(name.rsplit("/", 1)[-1])
-    return tuple(active)
-
-
-def _width(values: GpuValues, path: str) -> int | None:
-    """A PCIe link width as printed (``16x``)."""
-    width = (_value(values, path) or "").rstrip("x")
-    return int(width) if width.isdigit() else None
+    # Not "Clocks Event Reasons Counters": durations, not states.
+    return tuple(path.rsplit("/", 1)[-1] for path, raw in values.items() if raw.strip().lower() == "active"
+                 and "/" in path and path.split("/", 1)[0] in ("Clocks Event Reasons", "Clocks Throttle Reasons"))
 
 
 def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
@@ -186,8 +180,8 @@ def _gpu(index: int, bus_id: str, line: int, values: GpuValues) -> GpuHealth:
                               "Power Readings/Power Limit", "Power Readings/Enforced Power Limit"),
         pcie_gen_current=_int(values, "PCI/GPU Link Info/PCIe Generation/Current"),
         pcie_gen_max=_int(values, "PCI/GPU Link Info/PCIe Generation/Max"),
-        pcie_width_current=_width(values, "PCI/GPU Link Info/Link Width/Current"),
-        pcie_width_max=_width(values, "PCI/GPU Link Info/Link Width/Max"),
+        pcie_width_current=_int(values, "PCI/GPU Link Info/Link Width/Current"),
+        pcie_width_max=_int(values, "PCI/GPU Link Info/Link Width/Max"),
         pcie_replays=_int(values, "PCI/Replays Since Reset"),
         reset_required=_yes(values, "GPU Reset Status/Reset Required"),
         drain_and_reset_recommended=_yes(values, "GPU Reset Status/Drain and Reset Recommended"),
@@ -215,6 +209,7 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     """
     header = GpuValues()
     gpus: list[tuple[str, int, GpuValues]] = []
+    lost_gpus: list[str] = []
     stack: list[tuple[int, str]] = []
     seen_header = False
     cleaned = clean(text)
@@ -226,6 +221,9 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     annotated = any(mark in text for mark in _ANNOTATION_MARKS) or "\x1b" in text or "\x00" in text
     for line in cleaned.lines:
         raw = line.text.expandtabs(4) if tabs else line.text
+        if raw.startswith("Unable") and (lost := LOST_GPU.match(raw)):
+            lost_gpus.append(f"{lost.group(1)}: {lost.group(2)}")
+            continue
         if "NVSMI LOG" in raw:
             seen_header = True
             continue
@@ -293,7 +291,7 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
     cuda = _first_match(header, ("CUDA UMD Version", "CUDA Version"), _value, _VERSION)
     return NvidiaSmiQuery(
         driver_version=driver[2].group(0) if driver else None, cuda_version=cuda[2].group(0) if cuda else None,
-        gpus=healths, attached_gpus=attached, warnings=tuple(warnings),
+        gpus=healths, attached_gpus=attached, lost_gpus=tuple(lost_gpus), warnings=tuple(warnings),
     )
 
 

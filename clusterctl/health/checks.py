@@ -325,11 +325,13 @@ def _fleet_gpu(host: HostInput, baseline: Baseline) -> Iterator[Finding]:
     group = baseline.peers(host)
     model = host.peer_key[0]
     expected = baseline.gpu_count(model)
-    if host.probe and host.probe.smi and expected and len(host.gpus) < expected:
+    smi = host.probe.smi if host.probe else None
+    if smi and (smi.lost_gpus or (expected and len(host.gpus) < expected)):
         yield _finding(
             Severity.ERROR, "GPU_MISSING", host.name,
+            f"nvidia-smi could not open GPU {'; '.join(smi.lost_gpus)}" if smi.lost_gpus else
             f"nvidia-smi lists {len(host.gpus)} GPU(s), most {f'{model} ' if model else ''}hosts have {expected}",
-            evidence=f"Attached GPUs : {host.probe.smi.attached_gpus or len(host.gpus)}", action="RESTART_BM",
+            evidence=f"Attached GPUs : {smi.attached_gpus or len(host.gpus)}", action="RESTART_BM",
             fix="Drain the host and reboot it: a GPU is gone from the bus or from the driver (look for Xid 79 / "
                 "'fallen off the bus' in the kernel log); RMA if it stays missing.")
     if len(group) < 3:

@@ -49,8 +49,7 @@ def compare_hosts(before: HostHealth, after: HostHealth) -> Iterator[Finding]:
                       host=name, evidence={"before": before.verdict.value, "after": after.verdict.value})
     old_codes = {(f.code, f.subject) for f in before.findings}
     for f in after.findings:
-        new = (f.code, f.subject) not in old_codes
-        if new and f.severity is not Severity.INFO and f.code != "GPU_XID":
+        if (f.code, f.subject) not in old_codes and f.severity is not Severity.INFO and f.code != "GPU_XID":
             carried = {"action": f.evidence["action"]} if f.evidence.get("action") else {}
             yield Finding(f.severity, "HEALTH_NEW_FINDING", f"new: {f.code}: {f.message}", host=name,
                           subject=f.subject, fix=f.fix, evidence={"code": f.code, **carried})

@@ -24,10 +24,10 @@ def dcgm_command(level: int, timeout_s: float) -> str:
     return f"timeout {int(timeout_s)} dcgmi diag -r {int(level)} -j"
 
 
-def _dcgm_task(options: HealthOptions) -> Callable[[Transport], tuple[object, ProbeProblem | None]]:
+def _dcgm_task(options: HealthOptions) -> Callable[[Transport], tuple[DcgmDiag | None, ProbeProblem | None]]:
     from clusterctl.facts.dcgmi import parse_dcgmi_diag
 
-    def task(transport: Transport) -> tuple[object, ProbeProblem | None]:
+    def task(transport: Transport) -> tuple[DcgmDiag | None, ProbeProblem | None]:
         result = transport.run(dcgm_command(options.level, options.dcgm_timeout_s), timeout=options.dcgm_timeout_s + 30)
         text = result.stdout + ("\n" + result.stderr if result.stderr.strip() and not result.stdout.strip() else "")
         if result.exit_code == RC_MISSING:
@@ -61,8 +61,7 @@ def run_dcgm(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput],
         diag, problem = outcome.value
         if problem is not None:
             probe.problems.append(problem)
-        else:
-            probe.dcgm = diag if isinstance(diag, DcgmDiag) else None
+        probe.dcgm = diag
 
 
 def run_nccl(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput],

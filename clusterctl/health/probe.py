@@ -23,6 +23,7 @@ from clusterctl.errors import ParseError
 from clusterctl.facts.base import missing_reason, not_found
 from clusterctl.facts.health_model import DcgmDiag, IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
 from clusterctl.facts.model import NVLinkStatus, RDMADevices
+from clusterctl.facts.nvsmi_query import LOST_GPU
 from clusterctl.facts.sections import MARKER, split_sections
 from clusterctl.facts.shared import parse_shared
 from clusterctl.transport.base import CommandResult
@@ -172,8 +173,10 @@ def _problem(probe: Probe, output: ProbeOutput) -> ProbeProblem | None:
     if code == RC_MISSING:
         tool = "journalctl and dmesg" if probe.name == "kernel-log" else probe.tool
         return ProbeProblem(probe.name, tool, "missing", not_found(tool))
-    failed, empty = code not in (0, None), not output.text.strip()
-    if empty:
+    # nvidia-smi's exit for a GPU it cannot open (15: fallen off the bus) is no failure to read: the other GPUs'
+    # blocks are there, and the line that names the lost one (GPU_MISSING).
+    failed = code not in (0, None) and not (probe.name == "nvidia-smi-q" and LOST_GPU.search(output.text))
+    if not output.text.strip():
         return ProbeProblem(probe.name, probe.tool, "failed", f"exit code {code}" if failed else "no output")
     reason = missing_reason(CommandResult(probe.command, output.text, "", code or 0, 0.0)) if failed else None
     return ProbeProblem(probe.name, probe.tool, "failed", reason) if reason else None

@@ -29,6 +29,7 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
         facts["driver"] = probe.smi.driver_version
         facts["cuda"] = probe.smi.cuda_version
         facts["attached_gpus"] = probe.smi.attached_gpus
+        facts["lost_gpus"] = list(probe.smi.lost_gpus)
         facts["gpus"] = part(probe.smi, _gpus)
     if probe.kernel is not None:
         facts["kernel_events"] = part(probe.kernel, _kernel_events)

@@ -194,7 +194,7 @@ def parse_ssh_args(args: str) -> tuple[str | None, list[tuple[str, str]]]:
         elif key.lower() == "proxycommand":
             # Only 'ssh -W %h:%p bastion' is understood (it is a jump); any other command is refused
             # rather than dropped, which would connect directly, around the proxy the user set.
-            via = _jump_from_proxy_command(value)
+            via = jump_from_proxy_command(value)
             if via is None:
                 raise BadValue(f"ProxyCommand '{value}' is not supported: clusterctl connects through jump hosts "
                                "only.", "Write -o ProxyJump=[user@]bastion[:port] (or -J bastion), or "
@@ -212,7 +212,7 @@ def _ssh_option(argument: str) -> tuple[str, str]:
     return match.group(1), match.group(2).strip()
 
 
-def _jump_from_proxy_command(command: str) -> str | None:
+def jump_from_proxy_command(command: str) -> str | None:
     """``ssh -W %h:%p -q [-p 2222] [-l user] [user@]bastion`` is a jump through ``bastion``."""
     try:
         tokens = shlex.split(command)

@@ -21,7 +21,6 @@ it, when a power action needs it. Every error names the file, line and field.
 from __future__ import annotations
 
 import fnmatch
-import re
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
 
 FIELDS = ("address", "username", "password_file", "password_env", "system", "verify_tls", "ca_file", "timeout_s",
           "power_timeout_s")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def bmc_address(value: Any) -> str:
@@ -94,7 +92,7 @@ def _value(key: str, raw: Any, base_dir: Path) -> Any:
     text = values.text(raw, key).strip()
     if not text:
         raise values.BadValue(f"{key} is empty")
-    if key == "password_env" and not _ENV_NAME.match(text):
+    if key == "password_env" and not values.ENV_NAME.fullmatch(text):
         raise values.BadValue(f"password_env {text!r} is not an environment variable name")
     if key in ("password_file", "ca_file"):
         path = values.local_path(text, base_dir)

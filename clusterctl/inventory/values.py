@@ -325,6 +325,8 @@ _REGISTRY = re.compile(r"(?P<host>(?:\[[^\]/\s]+\]|[^:/\s\[\]]+)(?::\d*)?)(?P<pa
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[0-9]{1,5}/[A-Za-z0-9._/-]+)?(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?"
                     r"(@sha256:[0-9a-f]{64})?$")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[0-9A-Za-z.+~:_-]+)?$")
+#: A name a POSIX shell can export (``fullmatch``): ASCII letters, digits and '_', not starting with a digit.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _matching(value: Any, what: str, pattern: re.Pattern[str], problem: str, hint: str | None = None, *,

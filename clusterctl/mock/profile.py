@@ -236,6 +236,8 @@ _MACHINE_SHAPES: dict[str, tuple[type, str]] = {
 #: Held while a profile is read: the fan-out's threads all ask for the fleet's profile at once,
 #: and without it each of them would read and parse the same YAML (50 of 64 did).
 _LOADING = threading.RLock()
+#: The profiles being read, under ``_LOADING``, down an ``extends`` chain: one met again closes a circle.
+_EXTENDING: list[Path] = []
 
 
 def load_profile(folder: str) -> Profile:
@@ -255,8 +257,12 @@ def _read_profile(folder: str) -> Profile:
     index = root / PROFILE_FILE
     if not index.is_file():
         raise UsageError(f"mock profile {root} has no {PROFILE_FILE}", file=str(root), field="profile")
-    return read_json(str(index), "mock-profile", "a mock profile", lambda data: _profile(root, data or {}),
-                     decode=read_yaml)
+    _EXTENDING.append(root)
+    try:
+        return read_json(str(index), "mock-profile", "a mock profile", lambda data: _profile(root, data or {}),
+                         decode=read_yaml)
+    finally:
+        _EXTENDING.pop()
 
 
 def _profile(root: Path, value: Any) -> Profile:
@@ -271,7 +277,11 @@ def _profile(root: Path, value: Any) -> Profile:
     hostname = data.get("hostname")
     simulate = maybe(flag, data.get("simulate"), "simulate")
     if data.get("extends"):
-        parent = load_profile(str((root / str(data["extends"])).resolve()))
+        extended = (root / str(data["extends"])).resolve()
+        if extended in _EXTENDING:
+            circle = [*_EXTENDING[_EXTENDING.index(extended):], extended]
+            raise BadField("extends", "the profiles extend each other in a circle: " + " -> ".join(map(str, circle)))
+        parent = load_profile(str(extended))
         rules = rules + parent.rules
         files = {**parent.files, **files}
         hostname = hostname or parent.hostname

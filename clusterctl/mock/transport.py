@@ -154,18 +154,15 @@ class MockTransport(Transport):
             # As ssh would find it: no route, no answer (clusterctl.mock.power).
             raise TransportError(FailureKind.UNREACHABLE, f"{self.host.name}: no answer (switched off)")
 
-    def create_exclusive(self, path: str, data: bytes, *, sudo: bool = False) -> bytes | None:
-        """Create ``path`` only if absent (``O_EXCL`` in the host's tree, so racing processes agree)."""
+    def create_exclusive_then(self, path: str, data: bytes, command: str | None, *, sudo: bool = False) -> Exclusive:
+        """Create ``path`` only if absent (``O_EXCL`` in the host's tree: racing processes agree), then ``command``."""
         self.history.append(f"# create {path} ({len(data)} bytes)")
         self._answering()  # a host switched off takes no lock, as over ssh
+        made_folder = not self.machine.host.fs.is_dir(path.rsplit("/", 1)[0] or "/")
         try:
-            return self.machine.host.fs.create_exclusive(path, data)
+            held = self.machine.host.fs.create_exclusive(path, data)
         except StateError as exc:
             raise TransportError(FailureKind.COMMAND_FAILED, f"could not create {path}: {exc}") from None
-
-    def create_exclusive_then(self, path: str, data: bytes, command: str | None, *, sudo: bool = False) -> Exclusive:
-        made_folder = not self.machine.host.fs.is_dir(path.rsplit("/", 1)[0] or "/")
-        held = self.create_exclusive(path, data, sudo=sudo)
         if held is not None:
             return Exclusive(held, None)
         return Exclusive(None, self.run(command, sudo=sudo) if command else None, made_folder=made_folder)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from clusterctl.errors import UsageError
+from clusterctl.inventory.values import ENV_NAME
 from clusterctl.nccl.sources import read_settings
 
 
@@ -33,7 +34,7 @@ def nccl_env(pairs: Sequence[str], env_file: str | None = None) -> dict[str, str
     for pair in pairs:
         name, sep, value = pair.partition("=")
         name = name.strip()
-        if not sep or not name:
-            raise UsageError(f"--env takes KEY=VALUE, got {pair!r}")
+        if not sep or not ENV_NAME.fullmatch(name):
+            raise UsageError(f"--env takes KEY=VALUE, KEY a shell variable name (letters, digits, '_'), got {pair!r}")
         env[name] = value
     return env

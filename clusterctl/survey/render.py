@@ -61,7 +61,7 @@ def render_fleet_table(console: Console, report: SurveyReport) -> None:
     # Cells never wrap; on a narrow console the last of FLEET_COLUMNS are left out first, never its first three.
     rank = {c: (i if i >= 3 else 0) for i, c in enumerate(FLEET_COLUMNS)}
     columns = [Column(c, keep=True, drop_order=rank[c]) for c in _SHOWN_ORDER]
-    rows = [[Text.from_markup(row[c]) for c in _SHOWN_ORDER] for row in map(_fleet_row, report.hosts)]
+    rows = [[Text.from_markup(row[c], emoji=False) for c in _SHOWN_ORDER] for row in map(_fleet_row, report.hosts)]
     print_table(console, columns, rows, title=f"Survey of {plural(len(report.hosts), 'host')}")
 
 
@@ -172,7 +172,7 @@ def _line(console: Console, markup: str, indent: int) -> None:
     """One line of markup wrapped at the terminal's width with a hanging indent (styles kept)."""
     from rich.text import Text
 
-    print_wrapped(console, Text.from_markup(markup), indent)
+    print_wrapped(console, Text.from_markup(markup, emoji=False), indent)
 
 
 def render_host_summary(console: Console, host: HostReport) -> None:

@@ -124,11 +124,13 @@ class PutResult:
 
 def env_prefix(env: Mapping[str, str] | None) -> str:
     """``export A='x' B='y'; `` with every name checked and every value quoted."""
+    from clusterctl.inventory.values import ENV_NAME  # not at start-up: commands' --help import this module
+
     if not env:
         return ""
     parts = []
     for name, value in env.items():
-        if not name.replace("_", "a").isalnum() or name[0].isdigit():
+        if not ENV_NAME.fullmatch(name):
             raise ValueError(f"not a valid environment variable name: {name!r}")
         parts.append(f"{name}={shlex.quote(str(value))}")
     return "export " + " ".join(parts) + "; "

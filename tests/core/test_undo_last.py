@@ -121,3 +121,15 @@ def test_a_journal_of_another_cluster_is_refused_and_last_passes_it_over(tmp_pat
     assert clusterctl("-i", DEMO, "undo", theirs, "--dry-run", "--force", "--state-dir", state).exit_code == 0
     last = clusterctl("-i", DEMO, "undo", "--last", "--dry-run", "--state-dir", state)
     assert last.exit_code == 0 and str(mine) in last.stderr and str(theirs) not in last.stderr, last.output
+
+
+def test_a_damaged_or_missing_journal_names_the_state_folder_in_use(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # The damaged journal's hint said '~/.local/state/clusterctl/undo/' while the missing one's named the folder.
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "state"))
+    (tmp_path / "bad.json").write_text("{not json")
+    for given in (tmp_path / "bad.json", tmp_path / "gone.json"):
+        refused = clusterctl("-i", DEMO, "undo", given, "--dry-run")
+        said = " ".join(refused.stderr.split())
+        assert refused.exit_code == 2 and f"kept in {tmp_path / 'state' / 'undo'}" in said, said
+        assert "~/.local" not in said, said

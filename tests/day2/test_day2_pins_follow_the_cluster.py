@@ -111,3 +111,14 @@ def test_the_downgrade_check_reads_each_hosts_packages_once_for_the_run(bootstra
         done = clusterctl("-i", DEMO, "bootstrap", *argv, "--survey", DEMO_SURVEY)
         assert done.exit_code == 0 and "PHASE [packages]" in done.output, done.output
         assert asked == dict.fromkeys(("gpu-a1", "gpu-a2", "gpu-a3", "gpu-b1", "gpu-b2", "gpu-b3"), 1), argv
+
+
+def test_a_pin_below_the_cluster_is_blamed_not_a_to_nobody_gave(bootstrapped_demo: Path, tmp_path: Path) -> None:
+    # 'upgrade plan' with no --to plans to the pin: a pin that would downgrade named '--to' as the culprit.
+    pinned = _inventory_pinned_at(bootstrapped_demo, tmp_path, "1.36.1")
+    plan = clusterctl("-i", pinned, "upgrade", "plan")
+    assert plan.exit_code == 2 and plan.stdout == "", plan.output
+    said = " ".join(plan.stderr.split())
+    assert "field 'stack.kubernetes'" in said and "1.36.1 would be a downgrade" in said and "--to" not in said, said
+    given = clusterctl("-i", pinned, "upgrade", "plan", "--to", "1.35.9")
+    assert given.exit_code == 2 and "field '--to'" in given.stderr, given.output

@@ -9,6 +9,7 @@ import pytest
 from fixture_files import read_fixture
 
 from clusterctl.facts.dcgmi import parse_dcgmi_diag
+from clusterctl.facts.gpus import parse_gpus
 from clusterctl.facts.nvlink import parse_nvlink
 from clusterctl.facts.nvsmi_query import parse_nvidia_smi_q
 from clusterctl.facts.perftest import parse_perftest
@@ -169,3 +170,17 @@ def test_bluefield3_ibstat_down_but_linkup_and_a_separator_line_named() -> None:
     assert [link_rate(d.ports[0]) for d in devices] == [None, None]  # down: no speed to judge
     (separator,) = devices.warnings
     assert separator.line == 18 and "---- mlx5_1 ----" in separator.message
+
+
+def test_a_gpu_nvidia_smi_cannot_open_is_left_out_of_the_csv_and_the_others_read() -> None:
+    # Its "Unable to determine the device handle ... GPU is lost" line stands among the rows.
+    gpus = parse_gpus(read_fixture("nvidia-smi", "DERIVED-rtx3080-lost-rtx5070ti-616.92-windows.csv"))
+    assert [(g.index, g.name, g.power_limit_w, g.driver_version) for g in gpus] == [
+        (1, "NVIDIA GeForce RTX 5070 Ti", 300.0, "616.92")]
+
+
+def test_a_gpu_nvidia_smi_q_cannot_open_is_named_not_dropped() -> None:
+    query = parse_nvidia_smi_q(read_fixture("nvidia-smi-q", "DERIVED-app-610.57.04-q-d-temperature-gpu1-lost.txt"))
+    assert [g.bus_id for g in query.gpus] == ["00000000:01:00.0"]
+    assert query.lost_gpus == ("0000:02:00.0: Unknown Error",)
+    assert query.warnings == ()  # the line is read: it names the lost GPU

@@ -21,6 +21,7 @@ def test_visible_shows_every_control_character_and_keeps_lines() -> None:
     assert visible("a\x1b[2Jb\r\n\tc\x07\x9b") == "a\\x1b[2Jb\\r\n\tc\\x07\\x9b"
     assert one_line("one\ntwo") == "one\\ntwo"
     assert markup_safe("[bold red]x[/]") == "\\[bold red]x\\[/]"
+    assert one_line("a\u202eb\u2028c") == "a\\u202eb\\u2028c"
 
 
 @pytest.mark.sshd

@@ -338,6 +338,20 @@ def test_a_missing_gpu_is_counted_against_hosts_of_its_model_as_in_survey() -> N
     assert _decision(next(h for h in judge(hosts).hosts if h.host == "h3")) == "drain"
 
 
+def test_nvidia_smi_exit_15_for_a_gpu_it_cannot_open_still_reads_the_others() -> None:
+    # nvidia-smi exits 15 when a GPU "has fallen off the bus or has otherwise become inaccessible" (its man page)
+    # and still prints the other GPUs' blocks: the host is unhealthy for the lost GPU, not "nvidia-smi failed".
+    lost = read_fixture("nvidia-smi-q", "DERIVED-app-610.57.04-q-d-temperature-gpu1-lost.txt")
+    text = f"### now\n2026-12-01T10:00:00\n@@rc 0\n### nvidia-smi-q\n{lost}@@rc 15\n"
+    probes = tuple(p for p in level0_probes(86400, 30) if p.name in ("now", "nvidia-smi-q"))
+    probe = read_probe_outputs(split_probe_output(text), probes)
+    assert probe.problems == [] and probe.smi is not None and len(probe.smi.gpus) == 1
+    (host,) = judge([HostInput("h1", probe)]).hosts
+    assert host.verdict == Verdict.UNHEALTHY
+    assert [(f.code, f.message) for f in host.findings if f.severity.value == "error"] == [
+        ("GPU_MISSING", "nvidia-smi could not open GPU 0000:02:00.0: Unknown Error")]
+
+
 def test_probe_output_with_missing_and_hung_tools() -> None:
     probes = level0_probes(86400, 30)
     text = ("### now\n2026-12-01T10:00:00\n@@rc 0\n### kernel-log\n@@rc 0\n### nvidia-smi-q\n@@rc 124\n"

@@ -290,3 +290,11 @@ def test_the_health_schema_names_every_field_of_an_ib_link() -> None:
     schema = json.loads((REPO_ROOT / "clusterctl" / "schemas" / "health.schema.json").read_text())
     link = schema["$defs"]["facts"]["properties"]["ib_links"]["additionalProperties"]
     assert set(link["properties"]) == set(RDMAPort(1, "PORT_ACTIVE", None, "InfiniBand", 400.0).to_json())
+
+
+def test_a_gpu_nvidia_smi_q_cannot_open_is_an_error_on_a_host_read_alone() -> None:
+    data, notes = _read(("nvidia-smi-q", "DERIVED-app-610.57.04-q-d-temperature-gpu1-lost.txt"))
+    (missing,) = [f for f in _host(data)["findings"] if f["code"] == "GPU_MISSING"]
+    assert (missing["severity"], missing["message"]) == (
+        "error", "nvidia-smi could not open GPU 0000:02:00.0: Unknown Error")
+    assert _host(data)["facts"]["lost_gpus"] == ["0000:02:00.0: Unknown Error"] and notes == []

@@ -33,6 +33,15 @@ def test_a_png_plot_without_matplotlib_fails_up_front(cli, tmp_path: Path, monke
     assert ran.code == 2 and "needs matplotlib" in ran.err
 
 
+def test_an_env_name_no_shell_can_export_fails_before_any_host_is_touched(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Each host used to fail on its own with "NCCL_FAILED: error: ValueError: not a valid environment variable name".
+    for pair in ("1X=y", "A-B=y", "\u00e9=y"):
+        ran = cli("-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "--env", pair, "--results-dir", str(tmp_path / "r"))
+        assert ran.code == 2 and ran.out == "", ran.err
+        assert f"--env takes KEY=VALUE, KEY a shell variable name (letters, digits, '_'), got {pair!r}" in ran.err
+        assert not (tmp_path / "r").exists()
+
+
 def test_an_unwritable_results_dir_is_a_usage_error(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     blocker = tmp_path / "file"
     blocker.write_text("")

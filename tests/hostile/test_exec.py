@@ -63,6 +63,16 @@ def test_out_dir_writes_one_file_per_host(cli, tmp_path: Path) -> None:  # type:
                       "stdout": None, "stderr": None, "exit_code": 0, "files": [str(out / "gpu-a1.out")]}
 
 
+def test_out_dir_gives_hosts_whose_names_differ_files_that_differ(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 'a:b' and 'a_b' both wrote a_b.out: one host's output was lost without a word.
+    out = tmp_path / "logs"
+    ran = cli("-i", local_inventory(tmp_path, "'a:b'", "a_b"), "exec", "--out-dir", str(out), "--", "echo $$")
+    assert ran.code == 0, ran.err
+    assert sorted(p.name for p in out.iterdir()) == ["a%3Ab.out", "a_b.out"]
+    assert (out / "a%3Ab.out").read_text() != (out / "a_b.out").read_text()
+    assert f"a:b: exit 0, {out / 'a%3Ab.out'}" in ran.out
+
+
 def test_an_unwritable_out_dir_stops_before_any_host_is_touched(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -161,3 +171,52 @@ def test_limit_at_retry_after_a_clean_run_selects_nothing_and_says_so(cli) -> No
     assert cli("-i", DEMO, "-l", "gpu-a1", "exec", "--", "nvidia-smi", "-L").code == 0
     ran = cli("-i", DEMO, "-l", "@retry", "exec", "--", "nvidia-smi", "-L")
     assert ran.code == 2 and "the last run had no failed host" in ran.err
+
+
+def test_a_host_name_that_is_no_dns_name_cannot_be_resolved_in_words(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Each used to come back as "error: UnicodeError: encoding with 'idna' codec failed (...)".
+    inventory, config = tmp_path / "inv.yaml", tmp_path / "ssh_config"
+    inventory.write_text(f"hosts:\n  n1: {{}}\n  n2: {{}}\n  {'x' * 64}: {{}}\n")
+    config.write_text("Host n1\n  HostName a..b\nHost n2\n  HostName x\u202ey\n")
+    ran = cli("-i", str(inventory), "--ssh-config", str(config), "exec", "--", "true")
+    assert ran.code == 1
+    assert "n1: unreachable: n1: cannot resolve host name 'a..b' (not a DNS name)" in ran.err
+    assert "n2: unreachable: n2: cannot resolve host name 'x\\u202ey' (not a DNS name)" in ran.err
+    assert f"cannot resolve host name '{'x' * 64}' (not a DNS name)" in ran.err
+    assert "Error" not in ran.err and "\u202e" not in ran.err
+
+
+def test_a_host_name_with_colons_is_printed_as_written_never_as_an_emoji(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Rich read ':b:' in 'rack:b:1' as the emoji code of a B in a red square.
+    inventory, src, dest = local_inventory(tmp_path, "'rack:b:1'"), tmp_path / "src", tmp_path / "dest"
+    ran = cli("-i", inventory, "exec", "--", "echo hi; exit 3")
+    assert ran.code == 1
+    assert "FAILED rack:b:1: command failed (exit 3)" in ran.err
+    src.write_text("x\n")
+    copied = cli("-i", inventory, "copy", str(src), str(dest), "--yes")
+    assert f"rack:b:1: wrote {dest}" in copied.out
+    assert "│ rack:b:1 │" in cli("-i", inventory, "survey").out
+
+
+def test_a_server_that_hangs_up_after_its_banner_is_named_without_a_python_name(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # paramiko's bare EOFError came through as "... during the SSH handshake (EOFError)".
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        connection, _ = server.accept()
+        connection.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+        connection.shutdown(socket.SHUT_WR)  # an end of file, not a reset: read until the client leaves
+        while connection.recv(4096):
+            pass
+        connection.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"hosts:\n  n1: {{address: 127.0.0.1, port: {server.getsockname()[1]}}}\n")
+    ran = cli("-i", str(inventory), "--known-hosts", str(tmp_path / "known_hosts"), "exec", "--", "true")
+    server.close()
+    assert ran.code == 1
+    assert "closed the connection during the SSH handshake\n" in ran.err and "Error" not in ran.err, ran.err

@@ -195,3 +195,12 @@ def test_a_jump_host_no_connection_could_use_is_refused_at_load(cli, tmp_path: P
     ini.write_text(f"[gpu]\ngpu-a1 ansible_host=10.0.0.1 ansible_ssh_common_args='-J {jump}'\n")
     ran = cli("-i", str(ini), "inventory", "show")
     assert ran.code == 2 and f"{ini}:2" in ran.err and "ansible_ssh_common_args" in ran.err, ran.err
+
+
+def test_a_bidi_override_in_a_host_key_is_shown_as_an_escape(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # U+202E turns the rest of the line around on a terminal; the error's field printed it raw.
+    inv = tmp_path / "inv.yaml"
+    inv.write_text('all:\n  hosts:\n    "x\\u202ey":\n')
+    ran = cli("-i", str(inv), "inventory", "show")
+    assert ran.code == 2
+    assert "\u202e" not in ran.err and "field 'x\\u202ey'" in ran.err

@@ -94,6 +94,14 @@ def test_address_patterns_apply_when_the_name_sets_nothing(config: paramiko.SSHC
     assert target.hostname == "10.9.0.7"
 
 
+def test_a_proxycommand_through_ssh_w_is_a_jump_as_in_an_ansible_inventory(tmp_path: Path) -> None:
+    # The way before ProxyJump, still in many ~/.ssh/config files: it was refused ("clusterctl does not run").
+    path = tmp_path / "ssh_config"
+    path.write_text("Host gpu-*\n    ProxyCommand ssh -q -p 2200 -W %h:%p admin@bastion.example.com\n")
+    target = resolve_target(name="gpu-a1", config=load_ssh_config(str(path)))
+    assert target.jump == (JumpHop("bastion.example.com", "admin", 2200),)
+
+
 def test_defaults_without_any_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     target = resolve_target(name="plain", config=None)

@@ -85,3 +85,17 @@ def test_simulate_is_inherited_and_can_be_turned_off(tmp_path: Path) -> None:
     (child / "profile.yaml").write_text("extends: ../base\nsimulate: false\n")
     forget_profiles()
     assert not load_profile(str(child)).simulate
+
+
+def test_profiles_that_extend_each_other_in_a_circle_are_refused_naming_the_circle(tmp_path: Path) -> None:
+    """A circle of ``extends`` (even a profile extending itself) is named, not "JSON nested too deep"."""
+    for name, parent in (("a", "../b"), ("b", "../a"), ("self", ".")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "profile.yaml").write_text(f"extends: {parent}\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    with pytest.raises(UsageError) as caught:
+        load_profile(str(a))
+    assert str(caught.value) == (f"{b / 'profile.yaml'}: field 'extends': not a mock profile: the profiles extend "
+                                 f"each other in a circle: {a} -> {b} -> {a}.")
+    with pytest.raises(UsageError, match=r"field 'extends': .* in a circle: (\S+)self -> \1self\.$"):
+        load_profile(str(tmp_path / "self"))

@@ -87,11 +87,8 @@ def public_blob_of(path: str) -> bytes | None:
 
     try:
         fields = Path(path + ".pub").read_text(encoding="utf-8").split()
-    except OSError:
-        return None
-    try:
         return base64.b64decode(fields[1]) if len(fields) >= 2 else None
-    except ValueError:
+    except (OSError, ValueError):  # none there, or not a public key's text
         return None
 
 

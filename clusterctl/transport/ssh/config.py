@@ -23,6 +23,7 @@ import paramiko
 
 from clusterctl.errors import BadValue
 from clusterctl.inventory import values
+from clusterctl.inventory.ansible_vars import jump_from_proxy_command
 from clusterctl.transport.base import FailureKind, TransportError
 
 if TYPE_CHECKING:
@@ -202,9 +203,13 @@ def resolve_target(
     jump_spec = jump_host if jump_host is not None else _first(found.get("proxyjump"))
     proxy_command = _first(found.get("proxycommand"))
     if jump_spec is None and proxy_command and str(proxy_command).lower() != "none":
-        # ssh would run it; connecting directly instead would go around the proxy the user set.
-        raise TransportError(FailureKind.ERROR, f"ssh_config sets ProxyCommand {proxy_command!r} for {name}, which "
-                             "clusterctl does not run: write ProxyJump (or ssh.jump_host in the inventory) instead")
+        # 'ssh -W %h:%p bastion' is a jump, as in an Ansible inventory; ssh would run any other command, and
+        # connecting directly instead would go around the proxy the user set.
+        jump_spec = jump_from_proxy_command(proxy_command)
+        if jump_spec is None:
+            raise TransportError(FailureKind.ERROR, f"ssh_config sets ProxyCommand {proxy_command!r} for {name}, "
+                                 "which clusterctl does not run: write ProxyJump (or ssh.jump_host in the inventory) "
+                                 "instead")
 
     timeout = default_connect_timeout_s
     if found.get("connecttimeout"):

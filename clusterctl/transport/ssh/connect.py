@@ -78,15 +78,6 @@ class ReadAheadSocket:
         self._held, self._at = data, n
         return data[:n]
 
-    def send(self, data: bytes) -> int:
-        return self.sock.send(data)
-
-    def settimeout(self, timeout: float | None) -> None:
-        self.sock.settimeout(timeout)
-
-    def close(self) -> None:
-        self.sock.close()
-
     @property
     def _closed(self) -> bool:
         return bool(getattr(self.sock, "_closed", False))
@@ -124,10 +115,10 @@ def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
     where = f"{target.hostname}:{target.port}"
     try:
         sock = socket.create_connection((target.hostname, target.port), timeout=timeout_s)
-    except socket.gaierror as exc:
+    except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: a name IDNA cannot encode ('a..b', a long label)
+        reason = getattr(exc, "strerror", "not a DNS name")
         raise TransportError(
-            FailureKind.UNREACHABLE,
-            f"{target.name}: cannot resolve host name {target.hostname!r} ({exc.strerror})",
+            FailureKind.UNREACHABLE, f"{target.name}: cannot resolve host name {target.hostname!r} ({reason})"
         ) from exc
     except ConnectionRefusedError as exc:
         raise TransportError(
@@ -216,12 +207,10 @@ def open_ssh(
 
 
 def _peer_ip(sock: socket.socket | paramiko.Channel) -> str | None:
-    if isinstance(sock, socket.socket):
-        try:
-            return str(sock.getpeername()[0])
-        except OSError:
-            return None
-    return None
+    try:
+        return str(sock.getpeername()[0]) if isinstance(sock, socket.socket) else None
+    except OSError:
+        return None
 
 
 def _handshake_error(
@@ -238,6 +227,6 @@ def _handshake_error(
         return TransportError(
             FailureKind.UNREACHABLE,
             f"{target.name}: {target.hostname}:{target.port} closed the connection during "
-            f"the SSH handshake ({text or type(exc).__name__})",
+            "the SSH handshake" + (f" ({text})" if text else ""),
         )
     return TransportError(FailureKind.ERROR, f"{target.name}: SSH handshake failed: {text}")

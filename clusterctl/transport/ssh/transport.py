@@ -72,8 +72,6 @@ class SSHTransport(Transport):
 
     def _connection(self, timeout: float | None) -> paramiko.Transport:
         with self._lock:
-            if self._closed:
-                raise TransportError(FailureKind.ERROR, f"{self.host.name}: connection closed")
             if self._client is not None and self._client.is_active():
                 return self._client
             target = self.target
@@ -178,6 +176,7 @@ class SSHTransport(Transport):
         start = time.monotonic()
         line, feed = self.command_line(request, sudo=sudo)
         group = GroupMarker()
+        self._raise_if_closed(command)
         client = self._connection(timeout)
         left = None if timeout is None else timeout - (time.monotonic() - start)
         if left is not None and left <= 0:
