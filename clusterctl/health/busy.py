@@ -48,8 +48,7 @@ class GpuUse:
         return bool(self.processes or self.pods or self.unknown)
 
     def describe(self) -> str:
-        parts = [*self.processes, *(f"pod {p}" for p in self.pods), *self.unknown]
-        return first_few(parts, 6)
+        return first_few([*self.processes, *(f"pod {p}" for p in self.pods), *self.unknown], 6)
 
 
 def _processes(runner: Runner, hosts: Sequence[Host], inputs: Sequence[HostInput], uses: dict[str, GpuUse]) -> None:

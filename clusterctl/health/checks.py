@@ -400,9 +400,9 @@ def in_window(host: HostInput) -> tuple[list[KernelEvent], list[KernelEvent]]:
         return events, []
     try:
         now = datetime.datetime.strptime(probe.now.strip(), "%Y-%m-%dT%H:%M:%S%z")
-    except ValueError:
+        start = now - datetime.timedelta(seconds=probe.since_s)
+    except (ValueError, OverflowError):  # a window that starts before year 1 holds every event
         return events, []
-    start = now - datetime.timedelta(seconds=probe.since_s)
     inside: list[KernelEvent] = []
     before: list[KernelEvent] = []
     for event in events:

@@ -68,9 +68,8 @@ _UNKNOWN = (Severity.WARNING, "Not in NVIDIA's Xid catalogue: look the Xid up in
 @cache
 def catalog() -> dict[int, XidEntry]:
     text = resources.files("clusterctl.health").joinpath("data/xid_catalog.csv").read_text(encoding="utf-8")
-    rows = csv.DictReader(text.splitlines())
     return {int(r["xid"]): XidEntry(int(r["xid"]), r["mnemonic"], r["description"], r["immediate_action"],
-                                    r["investigatory_action"]) for r in rows}
+                                    r["investigatory_action"]) for r in csv.DictReader(text.splitlines())}
 
 
 def takes_host_down(action: object) -> bool:

@@ -249,6 +249,14 @@ def test_the_kernel_log_window_is_honoured_and_what_it_left_out_is_said() -> Non
     assert "before the --since 30m window left out (Xid 13, Xid 43" in left_out
 
 
+@pytest.mark.parametrize("since", ["9999999d", "99999999999999d"])
+def test_a_window_longer_than_the_calendar_holds_every_event(since: str) -> None:
+    # Its start lies before year 1: every Xid is inside it (was "internal error: OverflowError", exit 1).
+    run = clusterctl("-i", str(DEMO), "-l", "gpu-b1", "-o", "json", "health", "--since", since)
+    (host,) = run.json()["hosts"]
+    assert "GPU_XID" in {f["code"] for f in host["findings"]} and host["verdict"] == "degraded", run.output
+
+
 @pytest.mark.parametrize("options", [("--quarantine",), ("--quarantine", "--yes"), ("--yes",), ("--dry-run",)])
 def test_local_refuses_the_quarantine_options_it_would_ignore(options: tuple[str, ...]) -> None:
     """``--local`` checks this machine alone: asked to quarantine too, it says it will not (exit 2) instead of
