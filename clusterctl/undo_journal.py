@@ -422,7 +422,7 @@ def undo_on_hosts(runner: Runner, hosts: Sequence[Host], records: Sequence[GateR
         by_host.setdefault(record.change.host, []).append(record)
     targets = [h for h in hosts if h.name in by_host]
     if not targets:
-        raise UsageError(f"the journal changed {', '.join(sorted(by_host)) or 'no host'}; none of them is selected")
+        raise UsageError(f"the journal changed {', '.join(sorted(by_host)) or 'no host'}; none is in the inventory")
 
     gate = Gate(apply=apply)
 

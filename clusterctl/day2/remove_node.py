@@ -220,9 +220,8 @@ def _fill(report: RemovalReport, run: RunReport, phases: dict[str, Phase[Any, An
         if result.skipped is SkipReason.NOT_THIS_HOST:
             continue
         phase = phases[result.phase]
-        if isinstance(phase, (DrainNode, DeleteNode)) and not result.changes and not result.waits \
-                and result.status is not Status.FAILED:
-            continue  # not a node of the cluster: nothing to drain or delete
+        if isinstance(phase, (DrainNode, DeleteNode)) and not result.changes and result.status is not Status.FAILED:
+            continue  # not a node of the cluster (or nothing on it): nothing to drain or delete, nor wait for
         report.steps.append(result.step(phase.description, phase.via or report.host))
     if run.failed_hosts:
         report.failed = "; ".join(run.failed_hosts.values())

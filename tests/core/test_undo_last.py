@@ -133,3 +133,15 @@ def test_a_damaged_or_missing_journal_names_the_state_folder_in_use(tmp_path: Pa
         said = " ".join(refused.stderr.split())
         assert refused.exit_code == 2 and f"kept in {tmp_path / 'state' / 'undo'}" in said, said
         assert "~/.local" not in said, said
+
+
+def test_a_journal_of_hosts_the_inventory_lacks_says_so_not_that_none_is_selected(tmp_path: Path) -> None:
+    # No -l was given, yet undo said "none of them is selected".
+    state = tmp_path / "state"
+    journal = _copy("gpu-a1", "/tmp/elsewhere.md", state)
+    data = json.loads(journal.read_text())
+    journal.write_text(json.dumps({**data, "changes": [{**c, "host": "gpu-zz"} for c in data["changes"]]}))
+    refused = clusterctl("-i", DEMO, "undo", journal, "--dry-run", "--state-dir", state)
+    assert refused.exit_code == 2 and refused.stdout == "", refused.output
+    said = " ".join(refused.stderr.split())
+    assert "the journal changed gpu-zz; none is in the inventory" in said and "selected" not in said, said

@@ -29,6 +29,9 @@ def test_remove_node_gpu_b3_then_bootstrap_adds_it_back(bootstrapped_demo: Path)
     assert "gpu-b3" not in names and "gpu-b2" in names
     again = clusterctl("-i", DEMO, "-o", "json", "remove-node", "gpu-b3", "--dry-run")
     assert "not a node of the cluster" in " ".join(again.json()["notes"])
+    # Nothing to drain: no drain step waiting up to 300 s for its pods (the plan said both).
+    assert [s["step"] for s in again.json()["steps"]] == ["reset"], again.json()["steps"]
+    assert "(wait: " not in clusterctl("-i", DEMO, "remove-node", "gpu-b3", "--dry-run").stdout
 
     back = clusterctl("-i", DEMO, "-o", "json", "bootstrap", "--survey", DEMO_SURVEY, "--state-dir",
                       bootstrapped_demo / "progress")
