@@ -66,6 +66,7 @@ def dashboards_command(
                          f"Python {sys.version_info.major}.{sys.version_info.minor}.")
     from clusterctl.bench.results import load_results
     from clusterctl.dashboards.render import render_dashboards
+    from clusterctl.inventory.cluster_sections import namespace_name
 
     app = app_context(ctx)
     inventory = app.inventory()
@@ -73,7 +74,7 @@ def dashboards_command(
     results = [load_results(path) for path in bench]
     inputs, rendered = render_dashboards(inventory, saved, results,
                                          hosts=app.hosts() if app.limit else None,
-                                         namespace=_checked_namespace(namespace), folder=folder)
+                                         namespace=namespace_name(namespace, "--namespace"), folder=folder)
     if not inputs.hosts:
         raise UsageError("the survey has no host of this inventory's selection: nothing to draw",
                          hint="Run clusterctl survey --save FILE on these hosts, then pass --survey FILE.")
@@ -83,15 +84,6 @@ def dashboards_command(
 
         written = write(rendered, Path(out).expanduser())
     app.emit(_payload(inputs, rendered, written), lambda: _table(app, inputs, rendered, written))
-
-
-def _checked_namespace(name: str) -> str:
-    from clusterctl.inventory.cluster_sections import DNS_LABEL
-
-    if not DNS_LABEL.fullmatch(name):
-        raise UsageError(f"--namespace {name!r} is not a Kubernetes namespace name (lower-case letters, digits "
-                         "and '-', at most 63).")
-    return name
 
 
 def _survey(app: AppContext, path: str | None) -> SavedSurvey:

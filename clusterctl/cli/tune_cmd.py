@@ -81,6 +81,7 @@ def tune_nccl_command(
     ),
     state_dir: str | None = STATE_DIR,
 ) -> None:
+    from clusterctl.inventory.cluster_sections import namespace_name
     from clusterctl.nccl.tune.render import FORMATS
 
     if fmt not in FORMATS:
@@ -103,7 +104,8 @@ def tune_nccl_command(
                        preview="clusterctl tune-nccl --push --dry-run")
     request = TuneRequest(survey=survey, bench=bench, sweep=sweep, budget=budget, repeats=repeats, fmt=fmt, out=out,
                           push=push, dry_run=dry_run, force_unlock=force_unlock, nccl_version=nccl_version,
-                          namespace=namespace, collectives=tuple(dict.fromkeys(collectives)), state_dir=state_dir)
+                          namespace=None if namespace is None else namespace_name(namespace, "--namespace"),
+                          collectives=tuple(dict.fromkeys(collectives)), state_dir=state_dir)
     with app.runner() as runner:
         outcome = tune_nccl(runner, app.hosts(), request, inventory=app.inventory())
     app.emit(_payload(outcome), lambda: _print_table(app, outcome, out, dry_run=dry_run, bench=bench))

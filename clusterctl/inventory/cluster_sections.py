@@ -140,7 +140,7 @@ def _release(value: Any, where: str) -> str:
     return text
 
 
-def _namespace(value: Any, where: str) -> str:
+def namespace_name(value: Any, where: str) -> str:
     text = text_setting(value, where)
     if not DNS_LABEL.match(text):
         raise UsageError(f"{text!r} is not a Kubernetes namespace name (lower-case letters, digits and '-', "
@@ -257,7 +257,7 @@ def check_alerts(section: Any, where: str) -> AlertSettings:
 
     #: Each field of the section and its reader (the order errors are found in).
     readers: dict[str, Callable[[Any, str], Any]] = {
-        "namespace": _namespace, "rule_labels": rule_labels, "gpu_temp_c": _celsius, "memory_temp_c": _celsius,
+        "namespace": namespace_name, "rule_labels": rule_labels, "gpu_temp_c": _celsius, "memory_temp_c": _celsius,
         "receiver_url": receiver_url, "receiver_token_file": _absolute_path, "receiver_ca_file": optional_path,
         "receiver_cert_file": _absolute_path, "receiver_key_file": _absolute_path}
     _known(data, tuple(readers), where)

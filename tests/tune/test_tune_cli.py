@@ -45,6 +45,15 @@ def test_demo_survey_gives_settings_with_reasons_that_lint_clean(demo_survey: Pa
     assert any("gpu-b3" in w and "10 Gb/s" in w and "left out of NCCL_IB_HCA" in w for w in data["warnings"])
 
 
+def test_a_namespace_kubernetes_refuses_is_refused_as_dashboards_refuses_it(demo_survey: Path) -> None:
+    # Before, tune-nccl wrote a ConfigMap into namespace "Monitoring_1", which kubectl apply refuses.
+    tuned = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), "--format", "k8s",
+                       "--namespace", "Monitoring_1")
+    drawn = clusterctl("-i", str(DEMO), "dashboards", "--survey", str(demo_survey), "--namespace", "Monitoring_1")
+    assert tuned.exit_code == drawn.exit_code == 2 and tuned.stdout == ""
+    assert tuned.stderr == drawn.stderr and "'Monitoring_1' is not a Kubernetes namespace name" in tuned.stderr
+
+
 def test_table_output_shows_reasons(demo_survey: Path) -> None:
     result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey))
     assert result.exit_code == 0, result.output
