@@ -9,6 +9,7 @@ import typer
 from clusterctl.cli.confirm import YES, confirm_change, refuse_off_terminal
 from clusterctl.cli.context import DELETE_EMPTYDIR_DATA, DRAIN_TIMEOUT, STATE_DIR, app_context
 from clusterctl.cli.quarantine_view import print_host_status, print_quarantine, print_release, print_status
+from clusterctl.errors import UsageError
 
 QUARANTINE_HELP = """\
 Take hosts out of service: taint their nodes clusterctl.dev/unhealthy=CODE:NoSchedule, cordon
@@ -84,6 +85,9 @@ def quarantine_command(
     from clusterctl.quarantine.drain import DrainOptions
     from clusterctl.quarantine.run import QuarantineRequest, quarantine
 
+    given = [name for name, on in (("--force", force), ("--delete-emptydir-data", delete_emptydir_data)) if on]
+    if given and not drain:  # a drain's switch alone would be ignored: the user meant a drain
+        raise UsageError(f"{given[0]} goes with --drain (without it no pod is evicted)")
     app = app_context(ctx)
     targets = app.named_hosts(hosts)
     names = [h.name for h in targets]

@@ -176,34 +176,26 @@ def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: 
                     heal: bool) -> ReceiverFiles:
     """The receiver's files in the state folder (``--state-dir``, else ``$CLUSTERCTL_STATE_DIR``, else
     ``$XDG_STATE_HOME/clusterctl``), not the folder it started in, as every run record is: a receiver
-    restarted elsewhere (a service unit starts in /) writes where the last one did. Each folder is made and
-    checked writable before it listens: an alert accepted and then not journaled would be a change no undo
-    finds."""
+    restarted elsewhere (a service unit starts in /) writes where the last one did; the pending alerts'
+    file is ``--pending-file`` where given. Each file and folder is made and checked writable before it
+    listens: an alert accepted and then not journaled would be a change no undo finds."""
     base = chosen_state_dir(state_dir).absolute()
     option = "--state-dir" if state_dir else "the state folder"
     from clusterctl.engine.progress import RunPlace
+    from clusterctl.quarantine.pending_work import default_pending_file
 
-    files = ReceiverFiles(base, _pending_file(pending_file, inventory, base, option, dry_run=dry_run),
-                          RunPlace.of(inventory, "remediate", str(base)).journal_dir, base / "heal")
+    # --pending-file made absolute now: the file stays the same whatever the process does later.
+    pending = Path(pending_file).expanduser().absolute() if pending_file is not None else \
+        default_pending_file(inventory, base)
+    files = ReceiverFiles(base, pending, RunPlace.of(inventory, "remediate", str(base)).journal_dir, base / "heal")
     if not dry_run:
+        if pending_file is None:
+            make_folder(pending.parent, f"{option}: the pending alerts' folder {pending.parent}")
+        writable_file(pending, "--pending-file")
         writable_dir(files.journals, f"{option}: the undo journals' folder", why=_UNJOURNALED)
         if heal:
             writable_dir(files.reports, f"{option}: the heal reports' folder", why=_UNJOURNALED)
     return files
-
-
-def _pending_file(option: str | None, inventory: Inventory, state_dir: Path, state_option: str, *,
-                  dry_run: bool) -> Path:
-    """Where the receiver keeps accepted alerts: ``--pending-file`` (made absolute now, so the file stays the
-    same whatever the process does later), else the state folder's; checked writable before it listens."""
-    from clusterctl.quarantine.pending_work import default_pending_file
-
-    path = Path(option).expanduser().absolute() if option is not None else default_pending_file(inventory, state_dir)
-    if not dry_run:
-        if option is None:
-            make_folder(path.parent, f"{state_option}: the pending alerts' folder {path.parent}")
-        writable_file(path, "--pending-file")
-    return path
 
 
 @remediate_app.command("alertmanager-config", help="""Print the Alertmanager configuration that sends alerts to

@@ -110,9 +110,8 @@ class Cleaned:
         """``"after removing 2 shell prompt lines and a '# ' comment prefix on every line"``, or ``""``."""
         if not self.removed:
             return ""
-        if len(self.removed) == 1:
-            return f"after removing {self.removed[0]}"
-        return "after removing " + ", ".join(self.removed[:-1]) + f" and {self.removed[-1]}"
+        *most, last = self.removed
+        return f"after removing {', '.join(most)} and {last}" if most else f"after removing {last}"
 
     def elision_warnings(self, left_out: str, unknown: str) -> list[ParseWarning]:
         """The warning a reader starts with where the author elided lines (``...``): ``left_out`` (lines,

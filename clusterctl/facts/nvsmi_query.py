@@ -266,7 +266,7 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiQuery:
             target[path] = value
         else:
             stack.append((indent, path))
-    if not gpus and not seen_header and "Driver Version" not in header:
+    if not gpus and not seen_header and "Driver Version" not in header and not lost_gpus:
         raise ParseError(_WHAT, "no 'GPU <bus id>' block and no NVSMI LOG header: not nvidia-smi -q output",
                          line=1)
     attached = _int(header, "Attached GPUs")

@@ -9,7 +9,7 @@ are ``node_ops.HISTORY`` (``node_ops.quarantine_times``); flapping is counted fr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields, replace
 
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.quarantine.node_ops import quarantine_times
@@ -29,9 +29,6 @@ class StepEntry:
     result: str
     detail: str = ""
 
-    def to_json(self) -> dict[str, str]:
-        return {"at": self.at, "step": self.step, "result": self.result, "detail": self.detail}
-
 
 def steps_of(node: KubeNode) -> list[StepEntry]:
     try:
@@ -40,13 +37,12 @@ def steps_of(node: KubeNode) -> list[StepEntry]:
         return []
     if not isinstance(raw, list):
         return []
-    return [StepEntry(str(e.get("at", "")), str(e.get("step", "")), str(e.get("result", "")),
-                      str(e.get("detail", ""))) for e in raw if isinstance(e, dict)]
+    return [StepEntry(*(str(e.get(f.name, "")) for f in fields(StepEntry))) for e in raw if isinstance(e, dict)]
 
 
 def with_step(node_steps: list[StepEntry], entry: StepEntry) -> str:
-    entry = StepEntry(entry.at, entry.step, entry.result, entry.detail[:DETAIL_CHARS])
-    return json.dumps([e.to_json() for e in [*node_steps, entry][-KEPT:]], separators=(",", ":"))
+    entry = replace(entry, detail=entry.detail[:DETAIL_CHARS])
+    return json.dumps([asdict(e) for e in [*node_steps, entry][-KEPT:]], separators=(",", ":"))
 
 
 def quarantines_within(node: KubeNode, window_s: float, now: float) -> list[str]:

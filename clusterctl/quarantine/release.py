@@ -1,7 +1,7 @@
 """``release``: a quarantined host comes back only after it proves healthy.
 
-For each host: the health checks (level 1 by default) and a single-host ``bench nccl``
-(all_reduce over its GPUs) run first; only a host that passes both has its taint removed, is
+For each host: the health checks (level 1 by default, ``health_findings``) and a single-host ``bench nccl``
+(all_reduce over its GPUs, ``nccl_findings``) run first; only a host that passes both has its taint removed, is
 uncordoned, loses clusterctl's quarantine annotations and is resumed in Slurm (when clusterctl
 drained it there). A host that fails stays quarantined, with the reasons. ``skip_checks``
 releases without them (the operator knows better; said in the output). A host that is not
@@ -73,8 +73,6 @@ def health_and_nccl_checks(level: int, peers: Sequence[Host], config: Quarantine
     (``config``'s ``ignore_codes`` do not count against it)."""
 
     def checks(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
-        from clusterctl.quarantine.checks import health_findings, nccl_findings
-
         found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
         for name, findings in health_findings(runner, hosts, level, peers, config).items():
             found[name] += findings
@@ -85,6 +83,41 @@ def health_and_nccl_checks(level: int, peers: Sequence[Host], config: Quarantine
         return found
 
     return checks
+
+
+def health_findings(runner: Runner, hosts: Sequence[Host], level: int, peers: Sequence[Host],
+                    config: QuarantineConfig) -> dict[str, list[Finding]]:
+    """Each host's ``clusterctl health --level LEVEL`` findings. An unhealthy host has error findings;
+    a host that could not be checked gets one (``HEALTH_UNKNOWN``): not known healthy is not healthy.
+    A degraded host (warnings only: watch it, it can keep jobs) passes, its warnings shown.
+
+    ``peers`` (the rest of the fleet) are read at level 0 only, so that the hosts are judged beside
+    them as ``clusterctl health`` judges the fleet: a host alone has nothing to compare its IB port
+    rates or NVLink counters with, and would pass with a link at a twentieth of everyone's speed."""
+    from clusterctl.health.model import HealthOptions, Verdict
+    from clusterctl.health.run import run_health
+
+    report = run_health(list(hosts), runner, HealthOptions(level=level), peers=peers)
+    found: dict[str, list[Finding]] = {h.name: [] for h in hosts}
+    for checked in report.hosts:
+        findings = list(checked.findings)
+        # Unless a finding that counts against the host (``config``'s ``ignore_codes`` aside) already keeps it out.
+        if checked.verdict is Verdict.UNKNOWN and not any(counts_against(f, config) for f in findings):
+            findings.append(Finding(Severity.ERROR, "HEALTH_UNKNOWN", f"health could not check it: {checked.reason}",
+                                    host=checked.host))
+        found[checked.host] = findings
+    return found
+
+
+def nccl_findings(runner: Runner, hosts: Sequence[Host]) -> dict[str, list[Finding]]:
+    """``all_reduce_perf`` on each host by itself (``bench nccl``'s single-host mode): a failed or implausible
+    run is an error; a figure below the GPUs' expected peak is a warning, shown but not blocking."""
+    from clusterctl.bench.nccl_tests import run_nccl_test
+
+    if not hosts:
+        return {}
+    found = run_nccl_test(runner, list(hosts)).host_findings()
+    return {h.name: found.get(h.name, []) for h in hosts}
 
 
 def release_hosts(runner: Runner, inventory: Inventory, hosts: Sequence[Host], gate: Gate, *,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from clusterctl.cluster_access import cluster_nodes
 from clusterctl.facts.kube_nodes import KubeNode
-from clusterctl.facts.slurm import REASON_PREFIX, update_command
+from clusterctl.facts.slurm import REASON_PREFIX, SlurmNode, update_command
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.slurm import slurm_nodes
 
@@ -78,12 +78,16 @@ def quarantined_nodes(runner: Runner, inventory: Inventory) -> list[QuarantinedN
         out.append(replace(row, slurm_state=node.state, slurm_reason=node.reason) if node else row)
     for host in inventory.hosts:
         node = in_slurm.get(host.name)
-        if host.name in known or node is None or not node.drained:
-            continue
-        ours = node.drained_by_clusterctl
-        needs = RELEASE_NEEDS.format(host=host.name) if ours else \
-            f"drained in Slurm outside clusterctl: {update_command(node.name, 'resume')} when its owner agrees"
-        out.append(QuarantinedNode(host.name, node.reason_time or "", node.reason_user or "",
-                                   node.reason.removeprefix(REASON_PREFIX), (), False, "", ours,
-                                   needs, node.state, node.reason, host.name in nodes))
+        if host.name not in known and node is not None and node.drained:
+            out.append(drained_in_slurm(host.name, node, kubernetes_node=host.name in nodes))
     return out
+
+
+def drained_in_slurm(host: str, node: SlurmNode, *, kubernetes_node: bool) -> QuarantinedNode:
+    """A host drained in Slurm alone (a Slurm-only host, or a drain nobody cordoned), by clusterctl or not."""
+    ours = node.drained_by_clusterctl
+    needs = RELEASE_NEEDS.format(host=host) if ours else \
+        f"drained in Slurm outside clusterctl: {update_command(node.name, 'resume')} when its owner agrees"
+    return QuarantinedNode(host, node.reason_time or "", node.reason_user or "",
+                           node.reason.removeprefix(REASON_PREFIX), (), False, "", ours, needs, node.state,
+                           node.reason, kubernetes_node)

@@ -352,6 +352,17 @@ def test_nvidia_smi_exit_15_for_a_gpu_it_cannot_open_still_reads_the_others() ->
         ("GPU_MISSING", "nvidia-smi could not open GPU 0000:02:00.0: Unknown Error")]
 
 
+def test_nvidia_smi_q_that_could_open_no_gpu_names_the_lost_one() -> None:
+    # A one-GPU host whose GPU fell off the bus: nvidia-smi -q prints the line alone (from the 610.57.04 host's
+    # session of the fixture's README) and exits 15.
+    lost = "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error\n"
+    text = f"### now\n2026-12-01T10:00:00\n@@rc 0\n### nvidia-smi-q\n{lost}@@rc 15\n"
+    probes = tuple(p for p in level0_probes(86400, 30) if p.name in ("now", "nvidia-smi-q"))
+    (host,) = judge([HostInput("h1", read_probe_outputs(split_probe_output(text), probes))]).hosts
+    assert [(f.code, f.message) for f in host.findings if f.severity.value == "error"] == [
+        ("GPU_MISSING", "nvidia-smi could not open GPU 0000:34:00.0: Unknown Error")]
+
+
 def test_probe_output_with_missing_and_hung_tools() -> None:
     probes = level0_probes(86400, 30)
     text = ("### now\n2026-12-01T10:00:00\n@@rc 0\n### kernel-log\n@@rc 0\n### nvidia-smi-q\n@@rc 124\n"

@@ -15,9 +15,8 @@ from clusterctl.health.model import HealthReport, HostHealth
 from clusterctl.health.model import Verdict as HealthVerdict
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.inventory.model import Host, QuarantineConfig
-from clusterctl.quarantine.checks import health_findings
 from clusterctl.quarantine.policy import Action, Wanted, cap, decide, health_wanted
-from clusterctl.quarantine.release import health_and_nccl_checks, refusals
+from clusterctl.quarantine.release import health_and_nccl_checks, health_findings, refusals
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def test_a_host_whose_only_error_is_ignored_is_still_nccl_tested_before_release(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # Its ignored error does not keep it out, so release's gate must not skip the NCCL test on it as
     # "broken": it would be released with no NCCL run at all.
-    import clusterctl.quarantine.checks as gate_checks
+    import clusterctl.quarantine.release as gate_checks
 
     config = QuarantineConfig(ignore_codes=frozenset({"PCIE_ACS_ENABLED"}))
     nccl_error = error("gpu-1", "NCCL_FAILED")

@@ -36,6 +36,16 @@ def test_changing_hosts_needs_yes_off_a_terminal_and_names_must_be_in_the_invent
     assert sim.snapshot() == before
 
 
+@pytest.mark.parametrize("option", ["--force", "--delete-emptydir-data"])
+def test_a_drain_switch_without_drain_is_refused_not_ignored(sim: KubeSim, option: str) -> None:
+    before = sim.snapshot()
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "xid", option, "--yes")
+    assert code == 2 and out.startswith(f"error: {option} goes with --drain"), out
+    assert sim.snapshot() == before
+    code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "xid", option, "--drain", "--drain-timeout", "60", "--yes")
+    assert code == 0 and "drain: evicted" in out, out
+
+
 def test_a_second_quarantine_changes_nothing_and_keeps_since_when(sim: KubeSim) -> None:
     code, out = cli(sim, "quarantine", "gpu-a3", "--reason", "Xid 79", "--code", "XID_79", "--yes")
     assert code == 0, out

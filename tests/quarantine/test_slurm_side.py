@@ -79,6 +79,18 @@ def test_status_shows_slurm_beside_kubernetes_and_drains_made_outside(sim: KubeS
     assert "IDLE+DRAIN" in sim.sh("scontrol -o show node gpu-s1", host="gpu-s1")[1]
 
 
+def test_status_of_a_host_slurm_alone_knows_shows_its_drain_as_the_list_does(sim: KubeSim) -> None:
+    assert cli(sim, "quarantine", "gpu-s1", "--reason", "xid 79", "--yes")[0] == 0
+    code, out = cli(sim, "-o", "json", "status", "gpu-s1")
+    assert code == 0, out
+    (host,) = json.loads(out)["hosts"]
+    assert host["error"] is None and host["quarantined"] and host["quarantine"]["reason"] == "xid 79", out
+    # A Slurm-only cluster (no control plane): the same, not a refusal for want of one.
+    sim.inventory.write_text(sim.inventory.read_text().replace("control-plane, ", ""))
+    code, out = cli(sim, "status", "gpu-s1")
+    assert code == 0 and "gpu-s1: quarantined since" in out and "xid 79" in out, out
+
+
 def test_a_host_neither_kubernetes_nor_slurm_knows_is_an_error(sim: KubeSim, tmp_path: Path) -> None:
     with sim.inventory.open("a") as inventory:
         inventory.write("  gpu-x9: {address: 10.0.0.10, rack: a, roles: [worker], profile: profiles/plain}\n")
