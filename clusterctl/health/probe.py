@@ -349,12 +349,7 @@ class ProbeCollector:
     def text(self) -> str:
         """The output as the probes printed it, less what was dropped (``cut`` says where)."""
         with self._lock:
-            lines: list[str] = []
-            for section in self.sections:
-                if section.header:
-                    lines.append(section.header)
-                lines.extend(section.head)
-                lines.extend(section.tail)
+            lines = [line for s in self.sections for line in ([s.header] if s.header else []) + [*s.head, *s.tail]]
             return "\n".join(lines) + ("\n" if lines else "")
 
     def outputs(self) -> dict[str, ProbeOutput]:

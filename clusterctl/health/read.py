@@ -30,7 +30,7 @@ def _has(pattern: str) -> Callable[[str], bool]:
 def _formats() -> list[tuple[str, str, Callable[[str], bool]]]:
     """(what the tool is called, the ``HostProbe`` attribute its output goes to, whether a text is one)."""
     from clusterctl.facts.dcgmi import looks_like_dcgmi
-    from clusterctl.facts.nvsmi_query import looks_like_nvidia_smi_q
+    from clusterctl.facts.nvsmi_query import LOST_GPU, looks_like_nvidia_smi_q
 
     return [
         ("dcgmi diag", "dcgm", looks_like_dcgmi),
@@ -45,6 +45,8 @@ def _formats() -> list[tuple[str, str, Callable[[str], bool]]]:
         ("ibstat / ibv_devinfo", "rdma", _has(r"^\s*(?:CA '|hca_id:|Infiniband device '[^']+' port \d+ status:)")),
         ("kernel log", "kernel", _has(r"NVRM|SXid|nvidia-nvswitch|kernel:|^\s*\[\s*\d+\.\d+\]|"
                                       r"^\s*\[[A-Z][a-z]{2} [A-Z][a-z]{2}")),
+        # Last: a host whose only GPU is lost prints that one line.
+        ("nvidia-smi -q", "smi", lambda text: LOST_GPU.search(text) is not None),
     ]
 
 

@@ -298,3 +298,12 @@ def test_a_gpu_nvidia_smi_q_cannot_open_is_an_error_on_a_host_read_alone() -> No
     assert (missing["severity"], missing["message"]) == (
         "error", "nvidia-smi could not open GPU 0000:02:00.0: Unknown Error")
     assert _host(data)["facts"]["lost_gpus"] == ["0000:02:00.0: Unknown Error"] and notes == []
+
+
+def test_nvidia_smi_q_of_a_host_whose_only_gpu_is_lost_is_read_as_such() -> None:
+    # All it prints is the line (as quoted in NVIDIA/open-gpu-kernel-modules#387): no other tool prints it alone.
+    report, notes = read_outputs([("q.txt", "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown "
+                                            "Error\n")])
+    (host,) = report.hosts
+    assert [(f.code, f.message) for f in host.findings] == [
+        ("GPU_MISSING", "nvidia-smi could not open GPU 0000:0B:00.0: Unknown Error")] and notes == []

@@ -44,6 +44,10 @@ def test_curl_writes_a_key_file_only_into_an_existing_folder(tmp_path: Path) -> 
     assert t.run("curl -fsSL https://example.org/key.asc -o /etc/apt/keyrings/x.asc").ok
     assert t.get("/etc/apt/keyrings/x.asc").startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     assert t.run("curl -fsSL ftp://example.org/key -o /tmp/k").stderr == 'curl: (1) Protocol "ftp" not supported\n'
+    # An apt source's package index (the apt-get the profile simulates) into a missing folder fails alike.
+    t.run(K8S_SOURCE)
+    index = t.run("curl -fsSL https://pkgs.k8s.io/core:/stable:/v1.30/deb/Packages -o /srv/index/Packages")
+    assert (index.exit_code, t.get("/srv/index/Packages")) == (23, None)
 
 
 def test_file_tools_answer_by_the_name_they_were_called_by(tmp_path: Path) -> None:

@@ -34,14 +34,7 @@ def run(ctx: ToolContext) -> ToolResult:
         return _packages_index(ctx, url, output, write_out, flags)
     body = (f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n(mock key fetched from {url})\n"
             "-----END PGP PUBLIC KEY BLOCK-----\n")
-    if output is None:
-        return ToolResult(body)
-    folder = output.rsplit("/", 1)[0] or "/"
-    if not ctx.fs.is_dir(folder):
-        return ToolResult("", f"curl: (23) Failure writing output to destination, passed {len(body)} returned 0\n",
-                          23)
-    ctx.fs.write(output, body.encode())
-    return ToolResult()
+    return _site(ctx, {url: {"body": body}}, url, output, write_out, flags)
 
 
 def _site(ctx: ToolContext, served: dict[str, object], url: str, output: str | None, write_out: str,
@@ -53,12 +46,14 @@ def _site(ctx: ToolContext, served: dict[str, object], url: str, output: str | N
     shown = write_out.replace("%{http_code}", str(status))
     if status >= 400 and "f" in flags:
         return ToolResult(shown, f"curl: (22) The requested URL returned error: {status}\n", 22)
-    if output is not None and output != "/dev/null":
+    if output is None:
+        return ToolResult(body + shown)
+    if output != "/dev/null":
+        if not ctx.fs.is_dir(output.rsplit("/", 1)[0] or "/"):
+            return ToolResult("", f"curl: (23) Failure writing output to destination, passed {len(body)} returned "
+                              "0\n", 23)
         ctx.fs.write(output, body.encode())
-        body = ""
-    elif output == "/dev/null":
-        body = ""
-    return ToolResult(body + shown)
+    return ToolResult(shown)
 
 
 def _packages_index(ctx: ToolContext, url: str, output: str | None, write_out: str, flags: set[str]) -> ToolResult:
