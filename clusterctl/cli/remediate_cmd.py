@@ -191,7 +191,7 @@ def _receiver_files(state_dir: str | None, pending_file: str | None, inventory: 
     if not dry_run:
         if pending_file is None:
             make_folder(pending.parent, f"{option}: the pending alerts' folder {pending.parent}")
-        writable_file(pending, "--pending-file")
+        writable_file(pending, "--pending-file" if pending_file is not None else f"{option}: the pending alerts' file")
         writable_dir(files.journals, f"{option}: the undo journals' folder", why=_UNJOURNALED)
         if heal:
             writable_dir(files.reports, f"{option}: the heal reports' folder", why=_UNJOURNALED)

@@ -93,6 +93,21 @@ def test_a_pending_file_that_cannot_be_written_is_refused_before_it_listens(
     assert started == []  # never listened
 
 
+def test_a_default_pending_file_in_the_way_is_named_as_the_state_folders_not_as_an_option_not_given(
+    started: list[Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLUSTERCTL_STATE_DIR", str(tmp_path / "records"))
+    code, err = serve_from(tmp_path, monkeypatch)
+    pending = kept_in(err)
+    pending.unlink(missing_ok=True)
+    pending.mkdir()
+    code, err = serve_from(tmp_path, monkeypatch)
+    said = " ".join(err.split())
+    # CLUSTERCTL_STATE_DIR is --state-dir's variable: the option the user can mend it with.
+    assert code == 2 and f"--state-dir: the pending alerts' file {pending}: is a folder" in said, err
+    assert "--pending-file" not in said, err
+
+
 def test_help_says_where_the_default_is_and_what_a_relative_path_means() -> None:
     ran = clusterctl("remediate", "serve", "--help")
     text = " ".join(ran.stdout.split())
