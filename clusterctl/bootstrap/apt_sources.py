@@ -55,8 +55,7 @@ class Pin:
 
 def upstream_part(version: str) -> str:
     """``1:1.36.3-1.1`` -> ``1.36.3``: a Debian version without its epoch and revision."""
-    without_epoch = version.split(":", 1)[1] if ":" in version else version
-    return without_epoch.rsplit("-", 1)[0] if "-" in without_epoch else without_epoch
+    return version.split(":", 1)[-1].rsplit("-", 1)[0]
 
 
 def pin(package: str, version: str) -> Pin:

@@ -279,8 +279,7 @@ def artifact_list(inventory: Inventory, hosts: Sequence[Host],
     found.artifacts += _addons(settings) if GPU_ADDONS_PHASE not in left else []
     found.artifacts.append(_image(site_image(TEST_POD_IMAGE, settings.addons.image_registry), VERIFY_IMAGE_PHASE,
                                   "the one-GPU test pod"))
-    mirrors = dict(inventory.bootstrap.registry_mirrors)
-    for registry, endpoints in mirrors.items():
+    for registry, endpoints in inventory.bootstrap.registry_mirrors:
         found.notes.append(f"containerd pulls {registry} images through {', '.join(endpoints)} "
                            "(registry_mirrors): push them there under the same path")
     # One entry per image (the GPU Operator and the device plugin can name the same one): the first.

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clusterctl import __version__
+from clusterctl.bootstrap.cluster.addons import addon_plan
 from clusterctl.bootstrap.cluster.settings import cluster_settings, kubelet_node_labels
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.registry import select_phases
@@ -74,9 +75,8 @@ def run(
         # Its answers are the packages phase's first read, not made again (unless a phase before it changes the host).
         answered = _refuse_downgrades(runner, hosts, inventory, request.options)
     resumed_with = None
-    journals = None
-    if any(p.name == "reset" for p in phases):
-        journals = bootstrap_journals(place.journal_dir, cluster=inventory.name, fleet=place.key)
+    journals = bootstrap_journals(place.journal_dir, cluster=inventory.name, fleet=place.key) \
+        if any(p.name == "reset" for p in phases) else None
     if store is not None:
         request, resumed_with = _survey_of_the_run(request, store)
         if request.survey:
@@ -249,10 +249,13 @@ def run_options(inventory: Inventory, hosts: Sequence[Host], phases: Sequence[Ph
     options = replace(request.options, hosts=tuple(h.name for h in hosts), survey=survey, applying=request.apply,
                       reset_journals=journals)
     if any(p.uses_cluster_settings for p in phases):
-        cluster_settings(inventory)
+        settings = cluster_settings(inventory)
         if any(p.name in ("control-plane", "join") for p in phases):
             for host in hosts:  # kubeadm's kubelet flags label the node: refused before any phase changes a host
                 kubelet_node_labels(host)
+        if any(p.name == "gpu-addons" for p in phases):  # an air-gapped site's chart archives: read up front too
+            for release in addon_plan(settings, runtime_class=False, service_monitor=False).releases:
+                release.archive_data()
         if survey:
             load_saved_survey(survey)
     return options

@@ -142,10 +142,9 @@ def _table(app: AppContext, found: ArtifactList, results: list[ProbeResult] | No
     if results is not None:
         missing = [r for r in results if r.status == "missing"]
         unknown = [r for r in results if r.status == "unknown"]
-        for r in missing:
-            print_wrapped(app.console, f"MISSING {r.artifact.reference} ({r.url}: {r.detail})", 8)
-        for r in unknown:
-            print_wrapped(app.console, f"NOT VERIFIED {r.artifact.reference} ({r.url}: {r.detail})", 13)
+        for word, listed in (("MISSING", missing), ("NOT VERIFIED", unknown)):
+            for r in listed:  # each wrapped under its item, past the word
+                print_wrapped(app.console, f"{word} {r.artifact.reference} ({r.url}: {r.detail})", len(word) + 1)
         present = len(results) - len(missing) - len(unknown)
         verdict = ("every item is on the mirrors" if present == len(results) else
                    "exit 1: what is missing or not verified may not be there when a bootstrap needs it")

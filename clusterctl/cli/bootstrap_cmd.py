@@ -265,10 +265,9 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
             by_status.setdefault(r.message, []).append(r.host)  # why: "nothing to do: the host has no GPUs"
         elif r.status is not Status.FAILED:
             by_status.setdefault(plan_word(phase, r) if plan else r.status.value, []).append(r.host)
-    word = {Status.CHANGED.value: "changed"}
     # The rows wrap under their message column on a narrow terminal (``print_wrapped``), one line off it.
     for status, names in by_status.items():
-        print_wrapped(console, f"{word.get(status, status)}: {compress(names)}")
+        print_wrapped(console, f"{status}: {compress(names)}")
     if not plan:
         # What changed, hosts with the same changes on one line (a fleet reads in a few lines).
         done: dict[tuple[str, ...], list[str]] = {}

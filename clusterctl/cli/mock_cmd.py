@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import typer
 
 from clusterctl.cli.context import app_context
@@ -58,7 +60,7 @@ def show(ctx: typer.Context) -> None:
         if not found:
             app.warn("no mock hosts among the selected hosts")
 
-    app.emit({"hosts": [s.to_json() for s in found]}, table)
+    app.emit({"hosts": [asdict(s) for s in found]}, table)
 
 
 @mock_app.command(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from clusterctl.mock.state import MockCluster
 
@@ -20,9 +20,6 @@ class HostStateSummary:
     services: dict[str, str]
     packages: dict[str, str]
     values: dict[str, str]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def mock_hosts(hosts: Sequence[Host]) -> list[Host]:

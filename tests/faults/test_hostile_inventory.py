@@ -73,19 +73,37 @@ def test_a_check_and_a_plan_both_refuse_with_exit_2(tmp_path: Path) -> None:
         assert f"{path}:6" in done.stderr and "bootstrap.registry_mirrors.." in done.stderr
 
 
-def test_a_rack_that_cannot_be_a_node_label_stops_bootstrap_before_any_phase(tmp_path: Path) -> None:
-    """The survey takes any rack name; bootstrap puts it in a node label (kubeadm's kubelet flags): refused up
-    front naming the host, not a failure of kubeadm init once the kernel and packages phases changed the hosts."""
+def _refused_before_any_phase(tmp_path: Path, demo_text: str, *said: str) -> Path:
+    """The demo inventory as ``demo_text`` makes it: a plan and an apply both stop with exit 2, one error naming
+    ``said``, and no phase run."""
     demo = Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml"
     path = tmp_path / "inv.yaml"
-    path.write_text(demo.read_text().replace("profile: demo/", f"profile: {demo.parent}/demo/")
-                    .replace("address: 10.0.1.11\n    rack: b", "address: 10.0.1.11\n    rack: rack b1"))
+    path.write_text(demo_text.replace("profile: demo/", f"profile: {demo.parent}/demo/"))
     for command in (["bootstrap", "plan"], ["bootstrap", "--yes", "--state-dir", str(tmp_path / "state")]):
         done = clusterctl("-i", str(path), *command)
         assert done.exit_code == 2, done.output
         assert "PHASE" not in done.stdout and done.stderr.count("error:") == 1, done.output
-        assert "hosts.gpu-b1" in done.stderr and "'rack b1'" in done.stderr, done.stderr
+        assert all(s in done.stderr for s in said), done.stderr
+    return path
+
+
+def test_a_rack_that_cannot_be_a_node_label_stops_bootstrap_before_any_phase(tmp_path: Path) -> None:
+    """The survey takes any rack name; bootstrap puts it in a node label (kubeadm's kubelet flags): refused up
+    front naming the host, not a failure of kubeadm init once the kernel and packages phases changed the hosts."""
+    demo = Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml"
+    text = demo.read_text().replace("address: 10.0.1.11\n    rack: b", "address: 10.0.1.11\n    rack: rack b1")
+    path = _refused_before_any_phase(tmp_path, text, "hosts.gpu-b1", "'rack b1'")
     assert clusterctl("-i", str(path), "bootstrap", "plan", "--phase", "kernel").exit_code == 0
+
+
+def test_a_chart_archive_that_is_not_there_stops_bootstrap_before_any_phase(tmp_path: Path) -> None:
+    """An air-gapped site's chart archive not there yet: refused up front naming the field, not a failure of the
+    gpu-addons phase after the cluster was made; the list of what to mirror still comes."""
+    demo = Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml"
+    gone = tmp_path / "charts" / "dcgm-exporter-4.8.2.tgz"
+    text = demo.read_text() + f'bootstrap:\n  addons: {{charts: {{dcgm-exporter: {{archive: "{gone}"}}}}}}\n'
+    path = _refused_before_any_phase(tmp_path, text, "bootstrap.addons.charts.dcgm-exporter.archive", str(gone))
+    assert clusterctl("-i", str(path), "bootstrap", "artifacts").exit_code == 0
 
 
 def test_templates_keep_a_hostile_registry_in_its_comment_and_refuse_raw_control_characters() -> None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from clusterctl.bootstrap.cluster.alerts import COUNTERS_CONFIGMAP, render_counters_configmap
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, site_image
+from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, GPU_RESOURCE
 from clusterctl.inventory.cluster_sections import ChartSource
 from clusterctl.templating import render
@@ -36,6 +38,17 @@ class HelmRelease:
     def archive_path(self) -> str | None:
         """Where a local chart archive is copied on the host that runs Helm."""
         return None if self.chart.archive is None else f"{CHARTS_DIR}/{self.chart.chart}-{self.chart.version}.tgz"
+
+    def archive_data(self) -> bytes | None:
+        """The local chart archive the inventory names (air-gapped sites), read on the control machine."""
+        if self.chart.archive is None:
+            return None
+        try:
+            return Path(self.chart.archive).expanduser().read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read the chart archive of {self.chart.release}: {exc.strerror}",
+                             file=self.chart.archive, field=f"bootstrap.addons.charts.{self.chart.release}.archive",
+                             hint="'clusterctl bootstrap artifacts' lists the chart to 'helm pull'.") from None
 
     def command(self) -> str:
         c = self.chart

@@ -63,8 +63,8 @@ class AlertRules(ClusterWidePhase[AlertState]):
         alerts = ctx.settings().alerts
         operator = cc.has_cluster(ctx) and cc.object_exists(ctx, PROMETHEUS_RULE_CRD)
         applied = operator and cc.object_exists(ctx, RULE_NAME, alerts.namespace)
-        return AlertState(cc.read(ctx, RULES_PATH), cc.read(ctx, PROMETHEUS_RULE_PATH), operator, applied,
-                          _nvlink_hosts(ctx), cc.read(ctx, RECEIVER_PATH))
+        return AlertState(ctx.reader.get(RULES_PATH, sudo=True), ctx.reader.get(PROMETHEUS_RULE_PATH, sudo=True),
+                          operator, applied, _nvlink_hosts(ctx), ctx.reader.get(RECEIVER_PATH, sudo=True))
 
     def findings(self, ctx: PhaseContext, state: AlertState) -> list[Finding]:
         notes = []

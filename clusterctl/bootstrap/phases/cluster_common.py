@@ -84,10 +84,6 @@ def with_folders(ctx: PhaseContext, changes: list[Change], folders: Sequence[str
     return make_folders(ctx.reader, ctx.host.name, wanted) + changes if wanted else changes
 
 
-def read(ctx: PhaseContext, path: str) -> bytes | None:
-    return ctx.reader.get(path, sudo=True)
-
-
 def api_ready(ctx: PhaseContext) -> bool:
     result = ctx.reader.run(kubectl("get --raw /readyz"), sudo=True, timeout=30)
     return result.ok and result.stdout.strip() == "ok"

@@ -124,14 +124,14 @@ class ControlPlane(Phase[ControlPlaneState]):
         state = ControlPlaneState(first=first, joined=cc.exists(ctx, kubeadm.KUBELET_CONF))
         if not first:
             return state
-        state.config = cc.read(ctx, kubeadm.KUBEADM_CONFIG_PATH)
+        state.config = ctx.reader.get(kubeadm.KUBEADM_CONFIG_PATH, sudo=True)
         if state.joined or cc.has_cluster(ctx):
             state.joined = True
             state.api_ready = cc.api_ready(ctx)
             if state.api_ready:
                 state.nodes = cc.nodes(ctx)
                 state.pending = _pending(ctx, state.nodes)
-            state.ca_pem = cc.read(ctx, kubeadm.CA_CERT)
+            state.ca_pem = ctx.reader.get(kubeadm.CA_CERT, sudo=True)
         return state
 
     def findings(self, ctx: PhaseContext, state: ControlPlaneState) -> list[Finding]:
@@ -200,7 +200,7 @@ class ControlPlane(Phase[ControlPlaneState]):
             return _submit_join(gate, changes)
         records = gate.submit_all(changes)
         material = ctx.shared.join
-        if material.ca_hash is None and (pem := cc.read(ctx, kubeadm.CA_CERT)):
+        if material.ca_hash is None and (pem := ctx.reader.get(kubeadm.CA_CERT, sudo=True)):
             material.ca_hash = kubeadm.ca_cert_hash(pem)
         return records
 

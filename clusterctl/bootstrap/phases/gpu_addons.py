@@ -12,13 +12,11 @@ sites) are copied first. A re-run with nothing different changes nothing. With
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from clusterctl.bootstrap.cluster.addons import AddonPlan, addon_plan
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change
-from clusterctl.errors import UsageError
 from clusterctl.facts.kube import HELM_LIST_COMMAND, HelmRelease, parse_helm_list
 from clusterctl.findings import Finding, Severity
 
@@ -50,7 +48,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
         state = AddonState(plan, helm=ctx.reader.run("command -v helm", sudo=True).exit_code == 0)
         archives = [r.archive_path for r in plan.releases if r.archive_path]
         for path in [m.path for m in plan.manifests] + [r.values_path for r in plan.releases] + archives:
-            state.files[path] = cc.read(ctx, path)
+            state.files[path] = ctx.reader.get(path, sudo=True)
         if ready:
             result = ctx.reader.run(HELM_LIST_COMMAND, sudo=True, timeout=60)
             if result.ok:
@@ -85,12 +83,7 @@ class GpuAddons(ClusterWidePhase[AddonState]):
             if write.is_noop and current:
                 continue
             changes.append(write)
-            if release.archive_path and chart.archive:
-                try:
-                    data = Path(chart.archive).expanduser().read_bytes()
-                except OSError as exc:
-                    raise UsageError(f"cannot read the chart archive of {chart.release}: {exc.strerror}",
-                                     file=chart.archive) from exc
+            if release.archive_path and (data := release.archive_data()) is not None:
                 changes.append(Change.write_file(host, release.archive_path, data,
                                                  current=state.files.get(release.archive_path),
                                                  summary=f"chart archive {chart.chart}-{chart.version}"))

@@ -38,7 +38,7 @@ class Network(ClusterWidePhase[NetworkState]):
         plan = network_plan(ctx.settings())
         namespace, workload = plan.rollout
         running = cc.has_cluster(ctx) and cc.object_exists(ctx, workload, namespace)
-        return NetworkState(plan, cc.read(ctx, plan.rendered_path), running)
+        return NetworkState(plan, ctx.reader.get(plan.rendered_path, sudo=True), running)
 
     def plan(self, ctx: PhaseContext, state: NetworkState) -> list[Change]:
         plan, host = state.plan, ctx.host.name

@@ -122,7 +122,7 @@ class NodeAgentAccess(ClusterWidePhase[AccessState]):
         tokens = read_tokens(ctx, identities) if cluster else {}
         with ctx.shared.lock:
             ctx.shared.node_agent_tokens.update(tokens)
-        return AccessState(cc.read(ctx, RBAC_PATH), tokens, cluster, frozenset(identities))
+        return AccessState(ctx.reader.get(RBAC_PATH, sudo=True), tokens, cluster, frozenset(identities))
 
     def findings(self, ctx: PhaseContext, state: AccessState) -> list[Finding]:
         if not state.cluster and ctx.options.applying:
@@ -226,11 +226,11 @@ class NodeAgent(Phase[AgentState]):
 
     def check(self, ctx: PhaseContext) -> AgentState:
         paths = (DIGEST_PATH, CONFIG_PATH, KUBECONFIG_PATH, SERVICE_PATH, TIMER_PATH, SLURM_HEALTH_PATH)
-        files = {path: cc.read(ctx, path) for path in paths}
+        files = {path: ctx.reader.get(path, sudo=True) for path in paths}
         bundle = build()
         # The digest beside the bundle says it is this clusterctl's: the 600 KB are read only when it does not.
         current = files[DIGEST_PATH] == digest_line(bundle).encode()
-        files[BUNDLE_PATH] = bundle if current else cc.read(ctx, BUNDLE_PATH)
+        files[BUNDLE_PATH] = bundle if current else ctx.reader.get(BUNDLE_PATH, sudo=True)
         enabled = ctx.reader.run(f"systemctl is-enabled --quiet {TIMER}", sudo=True, timeout=30).exit_code == 0
         active = ctx.reader.run(f"systemctl is-active --quiet {TIMER}", sudo=True, timeout=30).exit_code == 0
         return AgentState(files, enabled, active, _token_in(files[KUBECONFIG_PATH]))

@@ -172,10 +172,8 @@ class Reset(Phase[ResetState]):
             else:
                 state.left.append(f"{CNI_DIR}/{name}")
         interfaces = [n for n in _lines(ctx, "ls -1 /sys/class/net") or [] if CNI_INTERFACE.match(n.strip())]
-        saved = _lines(ctx, "iptables-save")
-        rules = sum(1 for line in saved or [] if CLUSTER_RULE.search(line))
-        ipvs = _lines(ctx, "ipvsadm -Ln")
-        has_ipvs = ipvs is not None and any(line.startswith(("TCP", "UDP")) for line in ipvs)
+        rules = sum(1 for line in _lines(ctx, "iptables-save") or [] if CLUSTER_RULE.search(line))
+        has_ipvs = any(line.startswith(("TCP", "UDP")) for line in _lines(ctx, "ipvsadm -Ln") or [])
         if ours_node or force:
             state.interfaces, state.iptables_rules, state.ipvs = interfaces, rules, has_ipvs
         else:
@@ -192,14 +190,12 @@ class Reset(Phase[ResetState]):
                 # A data disk mounted there: the folder itself cannot go ("Device or resource busy").
                 state.mount_points.append(folder)
         if state.journal is not None:
-            self._check_journal_rest(ctx, state, force=force)
+            self._check_journal_rest(ctx, state, state.journal, force=force)
         else:
             self._check_known_rest(ctx, state)
         return state
 
-    def _check_journal_rest(self, ctx: PhaseContext, state: ResetState, *, force: bool) -> None:
-        plan = state.journal
-        assert plan is not None
+    def _check_journal_rest(self, ctx: PhaseContext, state: ResetState, plan: rj.JournalPlan, *, force: bool) -> None:
         if force:
             plan.steps += [Change.remove_file(ctx.host.name, p, summary=f"remove {p} (a command of bootstrap wrote "
                                               "it; --force)") for p in plan.command_files]
@@ -224,7 +220,7 @@ class Reset(Phase[ResetState]):
             if backup is None:
                 state.not_restored = (f"no backup of {CONTAINERD_CONFIG} kept by clusterctl on this host "
                                       "(config.toml.bak.<time>.<id>): nothing to restore")
-            elif cc.read(ctx, backup) == cc.read(ctx, CONTAINERD_CONFIG):
+            elif ctx.reader.get(backup, sudo=True) == ctx.reader.get(CONTAINERD_CONFIG, sudo=True):
                 state.not_restored = f"{CONTAINERD_CONFIG} is already the same as its first backup {backup}"
             else:
                 state.containerd_backup = backup

@@ -50,12 +50,13 @@ class TopologyLabels(GpuPhase[LabelState]):
     def check(self, ctx: PhaseContext) -> LabelState:
         survey = cc.survey(ctx)
         if survey is None:
-            return LabelState(None, None, cc.read(ctx, PUBLISHED_PATH), "no saved survey given (--survey FILE)")
+            return LabelState(None, None, ctx.reader.get(PUBLISHED_PATH, sudo=True),
+                              "no saved survey given (--survey FILE)")
         saved = survey.hosts.get(ctx.host.name)
         if saved is None or not saved.reachable:
             return LabelState(None, None, None, f"the survey of {survey.generated_at} has no data for this host")
         text = render_feature_file(topology_labels(saved, ctx.host.fabric.type), survey)
-        return LabelState(text, cc.read(ctx, STAGING_PATH), cc.read(ctx, PUBLISHED_PATH))
+        return LabelState(text, ctx.reader.get(STAGING_PATH, sudo=True), ctx.reader.get(PUBLISHED_PATH, sudo=True))
 
     def findings(self, ctx: PhaseContext, state: LabelState) -> list[Finding]:
         if state.wanted is None and state.published is not None:

@@ -97,8 +97,7 @@ def run(ctx: ToolContext) -> ToolResult:
         if option(args, "--output", "-o") == "json":
             return ctx.ok(json.dumps(rows) + "\n")
         lines = ["NAME\tNAMESPACE\tREVISION\tUPDATED\tSTATUS\tCHART\tAPP VERSION"]
-        lines += [f"{r['name']}\t{r['namespace']}\t{r['revision']}\t{r['updated']}\t{r['status']}\t{r['chart']}\t"
-                  f"{r['app_version']}" for r in rows]
+        lines += ["\t".join(row.values()) for row in rows]  # the columns in the JSON's order
         return ctx.ok("\n".join(lines) + "\n")
     if words[:1] == ["status"] and len(words) >= 2:
         namespace = option(args, "--namespace", "-n") or "default"

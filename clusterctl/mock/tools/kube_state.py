@@ -64,8 +64,7 @@ def read(ctx: ToolContext) -> dict[str, Any]:
 @contextmanager
 def edit(ctx: ToolContext) -> Iterator[dict[str, Any]]:
     with ctx.cluster.edit() as data:
-        kube = data.setdefault("kubernetes", {})
-        yield kube
+        yield data.setdefault("kubernetes", {})
 
 
 def recording(file_name: str, /, **values: str) -> str:
