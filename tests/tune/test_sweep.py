@@ -291,5 +291,5 @@ def test_a_run_that_gave_no_figures_names_its_settings_as_a_user_writes_them() -
         busbw_by_size(failed)
     # Before: "with {'NCCL_IB_HCA': '=mlx5_0:1', 'NCCL_ALGO': 'Ring'}", a Python dict.
     assert str(raised.value) == "nccl-tests on n1 with NCCL_IB_HCA==mlx5_0:1 NCCL_ALGO=Ring: exit 127"
-    with pytest.raises(ClusterctlError, match="^nccl-tests on n1 with defaults: exit 127$"):
+    with pytest.raises(ClusterctlError, match=r"^nccl-tests on n1 with defaults: exit 127$"):
         busbw_by_size(NcclRun("all_reduce", failed.runs))
