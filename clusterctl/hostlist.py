@@ -20,9 +20,8 @@ def compress(names: Iterable[str]) -> str:
             continue
         key = (m.group(1), m.group(3), len(m.group(2)))
         if key not in groups:
-            groups[key] = []
             order.append(key)
-        groups[key].append(int(m.group(2)))
+        groups.setdefault(key, []).append(int(m.group(2)))
     parts: list[str] = []
     for item in order:
         if isinstance(item, str):

@@ -173,8 +173,7 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]], width: 
         gone = droppable.pop(0)
         shown.remove(gone)
         left_out.append(columns[gone].header)
-    fits = sum(needed[i] for i in shown) + _overhead(len(shown), boxed) <= width
-    if not fits:
+    if sum(needed[i] for i in shown) + _overhead(len(shown), boxed) > width:
         # Printed as blocks, every column has room again: nothing is left out.
         return Fitted(tuple(range(len(columns))), (), False, tuple(needed))
     return Fitted(tuple(shown), tuple(reversed(left_out)), True, tuple(needed))  # named most important first

@@ -17,7 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -71,8 +71,7 @@ class HostPower:
         return self.error is None
 
     def to_json(self) -> dict[str, object]:
-        return {"host": self.host, "bmc": self.bmc, "before": self.before, "after": self.after, "done": self.done,
-                "error": self.error, "seconds": None if self.seconds is None else round(self.seconds, 1)}
+        return asdict(self) | {"seconds": None if self.seconds is None else round(self.seconds, 1)}  # keys' order
 
 
 class BmcTarget(Transport):

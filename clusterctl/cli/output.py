@@ -21,15 +21,14 @@ def dump(payload: Any, fmt: str) -> str:
 
 
 def save_report(path: str, payload: dict[str, object]) -> None:
-    """``--save FILE`` (survey, health): the report's JSON, replacing FILE whole; one that cannot be written
-    is a usage error (exit 2)."""
+    """``--save FILE`` (survey, health): the report's JSON as ``-o json`` prints it (a secret masked), replacing
+    FILE whole; one that cannot be written is a usage error (exit 2)."""
     from pathlib import Path
 
     from clusterctl.errors import UsageError
-    from clusterctl.plain_json import dumps_indented
     from clusterctl.writable import replace_file
 
     try:
-        replace_file(Path(path), dumps_indented(payload) + "\n", parents=False)
+        replace_file(Path(path), dump(payload, "json"), parents=False)
     except OSError as exc:
         raise UsageError(f"cannot write the report ({exc.strerror})", file=path) from exc

@@ -47,9 +47,9 @@ def _runtime(value: Any) -> str:
 
 def _clean_name(value: Any) -> str:
     text = values.text(value, "a repository name")
-    if not all(c.isalnum() or c in "-_." for c in text) or text.startswith("."):
-        raise BadValue(f"repository name {text!r} may only use letters, digits, '-', '_' and '.'",
-                       "It names the file /etc/apt/sources.list.d/<name>.sources.")
+    if not all((c.isascii() and c.isalnum()) or c in "-_." for c in text) or text.startswith("."):
+        raise BadValue(f"repository name {text!r} may only use ASCII letters, digits, '-', '_' and '.'",
+                       "It names the file /etc/apt/sources.list.d/<name>.sources, which apt ignores otherwise.")
     return text
 
 

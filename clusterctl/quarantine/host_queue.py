@@ -18,8 +18,8 @@ T = TypeVar("T")
 
 
 class HostQueue(Generic[T]):
-    def __init__(self, work: Callable[[str, T], None], merge: Callable[[T, T], T], *, workers: int = 32,
-                 on_error: Callable[[str, T, Exception], None] | None = None) -> None:
+    def __init__(self, work: Callable[[str, T], None], merge: Callable[[T, T], T],
+                 on_error: Callable[[str, T, Exception], None], *, workers: int = 32) -> None:
         self._work, self._merge, self._workers, self._on_error = work, merge, workers, on_error
         self._lock = threading.Condition()
         self._waiting: dict[str, T] = {}
@@ -52,8 +52,7 @@ class HostQueue(Generic[T]):
             try:
                 self._work(host, item)
             except Exception as exc:  # reported; the host's queue goes on
-                if self._on_error is not None:
-                    self._on_error(host, item, exc)
+                self._on_error(host, item, exc)
 
     def busy(self, host: str) -> bool:
         with self._lock:

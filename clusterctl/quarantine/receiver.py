@@ -100,8 +100,8 @@ class Remediator:
                                            for label in (host.connect_address, host.address, host.name) if label}
         self._marker = Marker(self.inventory, self.runner_factory, self._limit,
                               lease=None if self.dry_run else self.lease)
-        self._queue: HostQueue[PendingHost] = HostQueue(self._work, PendingHost.merged, workers=self.workers,
-                                                    on_error=self._crashed)
+        self._queue: HostQueue[PendingHost] = HostQueue(self._work, PendingHost.merged, self._crashed,
+                                                    workers=self.workers)
         self._pending = PendingWork(self.pending_file) if self.pending_file and not self.dry_run else None
         self._stopping = threading.Event()
         #: The runners of the work in flight (a drain, a heal's chain): ``stop`` interrupts their runs.

@@ -204,3 +204,14 @@ def test_a_bidi_override_in_a_host_key_is_shown_as_an_escape(cli, tmp_path: Path
     ran = cli("-i", str(inv), "inventory", "show")
     assert ran.code == 2
     assert "\u202e" not in ran.err and "field 'x\\u202ey'" in ran.err
+
+
+def test_an_apt_repository_name_apt_would_ignore_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # apt reads only sources.list.d files named in ASCII letters, digits, '_', '-' and '.': 'café' loaded, and apt
+    # then skipped its file without an error.
+    inv = tmp_path / "inv.yaml"
+    inv.write_text('hosts:\n  n1: {}\nbootstrap:\n  apt_repos:\n    - {name: "caf\u00e9", url: "https://r.example.com/u",'
+                   ' suites: [jammy], components: [main]}\n')
+    ran = cli("-i", str(inv), "inventory", "check")
+    assert ran.code == 2
+    assert f"{inv}:5: field 'bootstrap.apt_repos[0].name': repository name 'caf\u00e9' may only use ASCII" in ran.err
