@@ -171,8 +171,7 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
             left.setdefault(r.message, []).append(r.host)
     # Each row wraps under its message column on a narrow terminal (``print_wrapped``), one line off it.
     for message, names in left.items():
-        row = f"{compress(names):<16} {phase.name:<16} {'skipped':<8} "
-        print_wrapped(app.console, mask_text(message), first_indent=row)
+        print_wrapped(app.console, mask_text(message), first_indent=f"{compress(names):<16} {phase.name:<16} skipped  ")
     for r in results:
         if not (r.changes or r.waits or r.status.value == "failed"):
             continue  # nothing done or waited for there (the node is up to date, or not this node's phase)

@@ -66,7 +66,7 @@ from clusterctl.findings import Finding, Severity, fails
 from clusterctl.inventory.model import StackPin
 from clusterctl.quarantine.node_ops import cordon
 from clusterctl.secret import mask_text
-from clusterctl.transport.base import TransportError
+from clusterctl.transport.base import FailureKind, TransportError
 from clusterctl.wording import first_few
 
 if TYPE_CHECKING:
@@ -492,7 +492,7 @@ def repository_versions(transport: Transport, inventory: Inventory, target: Kube
     url = packages_index_url(repo)
     result = transport.run(f"curl -fsS --max-time 30 {shlex.quote(url)}", timeout=60)
     if not result.ok:
-        raise OSError(result.stderr_tail(2) or f"exit {result.exit_code}")
+        raise TransportError(FailureKind.COMMAND_FAILED, result.stderr_tail(2) or f"exit {result.exit_code}")
     return url, parse_packages_index(result.stdout).get("kubeadm", [])
 
 

@@ -77,6 +77,10 @@ def test_the_next_minor_moves_the_apt_source_and_keeps_the_nvidia_runtime(bootst
     config = (host.fs.read("/etc/containerd/config.toml") or b"").decode()
     assert "runtimes.nvidia" in config and "pause:3.10.2" in config
     assert _json("upgrade", "plan", "--to", "1.37.2")["nothing_to_do"] is True
+    # A minor whose repository the mirror lacks (404) is a warning in words: it said "error: OSError: curl: ...".
+    unread = _run("upgrade", "plan", "--to", "1.38.0")
+    assert "UPGRADE_REPOSITORY_UNREAD" in unread.stdout, unread.output
+    assert "OSError" not in unread.output and "gpu-a1: error: " not in unread.stdout, unread.stdout
 
 
 def test_a_skipped_minor_a_downgrade_and_a_missing_version_are_refused(bootstrapped_demo: Path) -> None:
