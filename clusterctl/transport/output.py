@@ -32,10 +32,9 @@ def max_output_bytes() -> int:
     scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(raw[-1], 1)
     digits = raw[:-1] if raw[-1] in "KMG" else raw
     try:
-        value = int(digits) * scale
+        return max(int(digits) * scale, 1024)
     except ValueError:
         return DEFAULT_MAX_OUTPUT
-    return max(value, 1024)
 
 
 class CappedOutput:
