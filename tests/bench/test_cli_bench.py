@@ -209,6 +209,15 @@ def test_env_pairs_override_the_file_and_computed_values_are_refused(
     assert result.exit_code == 0 and json.loads(result.stdout)["env"] == {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}
 
 
+def test_an_env_file_is_read_as_nccl_lint_reads_a_file_named_to_it(tmp_path: Path) -> None:
+    # Before, a folder was "no such settings file" (it is there), and /dev/zero was never read to its limit.
+    folder = clusterctl("-i", DEMO, "bench", "nccl", "--env-file", str(tmp_path))
+    linted = clusterctl("nccl", "lint", str(tmp_path))
+    assert folder.exit_code == 2 and "is a folder, not a file" in folder.stderr and folder.stderr in linted.stderr
+    endless = clusterctl("-i", DEMO, "bench", "nccl", "--env-file", "/dev/zero")
+    assert endless.exit_code == 2 and "/dev/zero" in endless.stderr and "limit" in endless.stderr
+
+
 def test_compare_lists_what_moved_and_counts_what_did_not(tmp_path: Path) -> None:
     links = [{"server": f"h{i}", "server_hca": "mlx5_0", "client": f"h{i + 1}", "client_hca": "mlx5_0",
               "gbps": 190.0} for i in range(120)]
