@@ -25,7 +25,7 @@ def nccl_env(pairs: Sequence[str], env_file: str | None = None) -> dict[str, str
     env: dict[str, str] = {}
     if env_file:
         text, label = read_text_input(env_file, "nccl-settings")  # the one reader of a file a user names
-        for setting in sorted(read_settings(text + ("" if "\n" in text else "\n"), name=label), key=lambda s: s.line):
+        for setting in sorted(read_settings(text, name=label), key=lambda s: s.line):
             if setting.dynamic:
                 raise UsageError(f"{setting.name}={setting.value} is computed when the job runs; give its value "
                                  "with --env NAME=VALUE", file=env_file, line=setting.line)
