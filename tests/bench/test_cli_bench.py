@@ -36,6 +36,21 @@ def test_a_host_the_saved_survey_lacks_is_named_as_a_live_run_names_it(tmp_path:
     assert "gpu-a1:" not in warned and "gpu-a2:" not in warned
 
 
+@pytest.mark.parametrize("refused", [("ib", "--pattern", "bogus"), ("ib", "--survey", "missing.json"),
+                                     ("nccl", "--op", "bogus")])
+def test_a_refused_run_gives_its_results_folder_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     refused: tuple[str, ...]) -> None:
+    # Before, a typo left an empty clusterctl-results/bench-* behind, and the folder --results-dir named
+    # refused the corrected run: "already holds the results of another run".
+    monkeypatch.chdir(tmp_path)
+    assert clusterctl("-i", DEMO, "bench", *refused).exit_code == 2
+    assert not (tmp_path / "clusterctl-results").exists() or not any((tmp_path / "clusterctl-results").iterdir())
+    named = tmp_path / "runs" / "before"
+    assert clusterctl("-i", DEMO, "bench", *refused, "--results-dir", str(named)).exit_code == 2
+    again = clusterctl("-i", DEMO, "bench", refused[0], "--results-dir", str(named), "-o", "json")
+    assert again.exit_code == 1 and json.loads(again.stdout)["results_dir"] == str(named)
+
+
 def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(tmp_path: Path) -> None:
     # Brackets in the folder's name are text, not rich markup: the printed path copies back whole.
     results = tmp_path / "run[bold]1[/]"
