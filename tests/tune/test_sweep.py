@@ -278,3 +278,18 @@ def test_a_saved_survey_gives_tuning_the_ports_gids_a_live_one_does() -> None:
     assert saved.nics == live.nics
     tuned = {s.name: s.value for s in derive_settings([saved]).settings}
     assert tuned["NCCL_IB_ROCE_VERSION_NUM"] == "1"
+
+
+def test_a_run_that_gave_no_figures_names_its_settings_as_a_user_writes_them() -> None:
+    from clusterctl.bench.nccl_tests import NcclHostRun, NcclRun
+    from clusterctl.errors import ClusterctlError
+    from clusterctl.nccl.tune.bench_measure import busbw_by_size
+
+    failed = NcclRun("all_reduce", (NcclHostRun("n1", "all_reduce_perf", "", None, "exit 127"),),
+                     env={"NCCL_IB_HCA": "=mlx5_0:1", "NCCL_ALGO": "Ring"})
+    with pytest.raises(ClusterctlError) as raised:
+        busbw_by_size(failed)
+    # Before: "with {'NCCL_IB_HCA': '=mlx5_0:1', 'NCCL_ALGO': 'Ring'}", a Python dict.
+    assert str(raised.value) == "nccl-tests on n1 with NCCL_IB_HCA==mlx5_0:1 NCCL_ALGO=Ring: exit 127"
+    with pytest.raises(ClusterctlError, match=r"^nccl-tests on n1 with defaults: exit 127$"):
+        busbw_by_size(NcclRun("all_reduce", failed.runs))

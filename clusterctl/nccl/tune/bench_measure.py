@@ -8,6 +8,7 @@ from clusterctl.bench.nccl_tests import NcclRun, run_nccl_test
 from clusterctl.errors import ClusterctlError
 from clusterctl.fanout import Runner
 from clusterctl.inventory.model import Host, Inventory
+from clusterctl.nccl.tune.candidates import Candidate
 from clusterctl.nccl.tune.sweep_result import Measure, MeasuredRun
 
 
@@ -40,8 +41,8 @@ def busbw_by_size(run: NcclRun) -> dict[int, float]:
     per_host: list[dict[int, float]] = []
     for host_run in run.runs:
         if host_run.result is None or not host_run.result.rows:
-            why = host_run.error or "no result rows"
-            raise ClusterctlError(f"nccl-tests on {host_run.host} with {run.env or 'defaults'}: {why}")
+            why, settings = host_run.error or "no result rows", Candidate(tuple(run.env.items())).label
+            raise ClusterctlError(f"nccl-tests on {host_run.host} with {settings}: {why}")
         rows = host_run.result.rows
         # busbw/algbw is one constant per run (it depends on the collective and rank count only)
         factor = next((m.busbw_gbs / m.algbw_gbs for r in reversed(rows) for m in (r.out_of_place, r.in_place)
