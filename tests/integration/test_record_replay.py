@@ -66,8 +66,10 @@ def test_redact_leaves_no_original_address_or_serial(live: tuple[Path, Path], tm
             originals |= set(re.findall(r"GPU-[0-9a-f-]{36}", text))
             # An address is not part of a longer dotted number (a VBIOS version such as 96.00.74.00.0D).
             addresses = set(re.findall(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])", text))
-            originals |= addresses - {"255.255.255.0", "0.0.0.0", "127.0.0.1"}
-            originals |= set(re.findall(r"\b[0-9a-f]{4}(?::[0-9a-f]{4}){3}\b", text))
+            originals |= addresses - {"255.255.255.0", "0.0.0.0", "127.0.0.1", "127.0.0.53"}
+            # GUIDs alone (node_guid) and inside a link-local GID, whose fe80 prefix identifies nothing.
+            originals |= set(re.findall(r"(?<![0-9a-f:])[0-9a-f]{4}(?::[0-9a-f]{4}){3}(?![0-9a-f:])", text))
+            originals |= set(re.findall(r"fe80:0000:0000:0000:([0-9a-f]{4}(?::[0-9a-f]{4}){3})", text))
     written = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     leaked = sorted(o for o in originals if o in written)
     assert originals and not leaked, leaked

@@ -43,3 +43,31 @@ def test_redaction_is_consistent_across_texts() -> None:
         assert original not in first + again
     assert first.split()[1].split("/")[0] == again.split()[1]  # the same address, the same stand-in
     assert "127.0.0.1" in again
+
+
+def test_redacted_roce_gids_stay_gids_of_the_same_redacted_address() -> None:
+    # A redacted recording is replayed as a mock host: tune-nccl and bench pick the RoCE v2 GID that is an
+    # IPv4-mapped address, so redaction must keep that shape, and one address gets one stand-in in every form.
+    import ipaddress
+
+    from clusterctl.facts.rdma import parse_rdma
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "ibv_devinfo" / "roce-bond-cx6dx-vv.txt"
+    text = fixture.read_text()
+    # Older rdma-core writes every GID in full, the RoCE v2 one too: the same port, as they print it.
+    for printed in (text, text.replace("::ffff:27.105.179.3", "0000:0000:0000:0000:0000:ffff:1b69:b303")):
+        redacted = Redactor().text(printed)
+        assert [p.roce_v2_gid_index for d in parse_rdma(redacted) for p in d.ports] == [3]
+        gids = {index: gid for d in parse_rdma(redacted) for p in d.ports for index, gid, _ in p.gids}
+        assert "27.105.179.3" not in redacted and "1b69:b303" not in redacted and "ebff:fef0:28b2" not in redacted
+        assert ipaddress.IPv6Address(gids[2]) == ipaddress.IPv6Address(gids[3])  # one address, one stand-in
+        assert str(ipaddress.IPv6Address(gids[2]).ipv4_mapped).startswith("192.0.2.")
+        assert gids[0].startswith("fe80:0000:0000:0000:")  # the link-local prefix identifies nothing and stays
+        assert ipaddress.IPv6Address(gids[0]) == ipaddress.IPv6Address(gids[1])  # its interface id: one stand-in
+
+
+def test_redaction_leaves_four_part_versions_and_the_stub_resolver() -> None:
+    r = Redactor()
+    text = r.text("MLNX_OFED_LINUX-5.8-1.0.1.1:\nDOCA 24.10-0.7.0.0\nnameserver 127.0.0.53\nsrc 10.1.2.3\n")
+    assert "5.8-1.0.1.1" in text and "24.10-0.7.0.0" in text and "127.0.0.53" in text
+    assert "10.1.2.3" not in text
