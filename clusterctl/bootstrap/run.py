@@ -34,6 +34,7 @@ from clusterctl.errors import UsageError
 from clusterctl.inputfile import LIMITS
 from clusterctl.saved_survey import load_saved_survey
 from clusterctl.secret import mask_text
+from clusterctl.writable import host_file_name
 
 if TYPE_CHECKING:
     from clusterctl.fanout import Runner
@@ -270,7 +271,7 @@ def write_plan_files(report: RunReport, out_dir: str) -> list[Path]:
     for result in report.results:
         for change in result.changes:
             if change.kind is ChangeKind.WRITE_FILE and change.path:
-                target = root / _safe(result.host) / change.path.lstrip("/")
+                target = root / host_file_name(result.host, "") / change.path.lstrip("/")
                 if root.resolve() not in target.resolve().parents:
                     raise UsageError(f"refusing to write {change.path} of {result.host} outside {root}")
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -284,14 +285,9 @@ def write_plan_files(report: RunReport, out_dir: str) -> list[Path]:
                 commands.setdefault(result.host, []).append(
                     f"# [{result.phase}] {mask_text(change.summary)}\n{change.describe()}")
     for host, lines in commands.items():
-        target = root / _safe(host) / "COMMANDS.sh"
+        target = root / host_file_name(host, "") / "COMMANDS.sh"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("#!/bin/sh\n# What 'clusterctl bootstrap' would run on " + host + ", in order.\n"
                           + "\n".join(lines) + "\n")
         written.append(target)
     return written
-
-
-def _safe(host: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in host)
-    return cleaned.lstrip(".") or "_"

@@ -192,9 +192,12 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
     from clusterctl.bootstrap.run import BootstrapRequest, run, write_plan_files
     from clusterctl.bootstrap.run_data import RunOptions
     from clusterctl.cli.findings_view import print_findings
+    from clusterctl.writable import writable_dir
 
     inventory = app.inventory()
     hosts = hosts_of_run(app, only)
+    if out:
+        writable_dir(out, "--out")  # before any host is read, as 'bootstrap artifacts --out'
     if not dry_run:
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,

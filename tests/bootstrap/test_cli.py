@@ -218,3 +218,27 @@ def test_a_phase_refused_off_a_terminal_names_the_plan_of_that_phase(phase: str,
     assert done.exit_code == 2 and f"'clusterctl bootstrap plan --phase {phase}' shows" in done.stderr, done.output
     shown = run_cli("-i", DEMO, "bootstrap", "plan", "--phase", phase)
     assert shown.exit_code == 0 and f"PHASE [{phase}]" in shown.stdout, shown.output
+
+
+def test_plan_out_that_is_no_folder_is_refused_before_the_plan(tmp_path: Path) -> None:
+    """As 'bootstrap artifacts --out' refuses it: exit 2 naming the option, not an internal error after the plan."""
+    taken = tmp_path / "review"
+    taken.write_text("a file\n")
+    done = run_cli("-i", DEMO, "bootstrap", "plan", "--out", taken)
+    assert done.exit_code == 2, done.output
+    assert f"--out {taken}: exists and is not a folder" in done.stderr and "internal error" not in done.stderr
+    assert "PHASE" not in done.stdout
+
+
+def test_plan_files_of_two_hosts_never_share_a_folder(tmp_path: Path) -> None:
+    """Host names may hold ':' (IPv6-style) and '_': each host's files go under its own folder, named as
+    every per-host file clusterctl writes is (``writable.host_file_name``)."""
+    from clusterctl.bootstrap.run import write_plan_files
+    from clusterctl.engine.run import HostPhaseResult, RunReport, Status
+
+    report = RunReport("c", applied=False, phases=["kernel"], hosts=["n:1", "n_1"], results=[
+        HostPhaseResult(host, "kernel", Status.CHANGED, changes=[Change.run(host, f"echo {host}", summary="say")])
+        for host in ("n:1", "n_1")])
+    written = write_plan_files(report, str(tmp_path))
+    assert len({p.parent for p in written}) == 2
+    assert (tmp_path / "n%3A1" / "COMMANDS.sh").read_text().endswith("echo n:1\n")

@@ -37,7 +37,7 @@ def test_settings_are_read(tmp_path: Path) -> None:
     ("bootstrap:\n  apt_repos:\n    - {name: k8s, url: 'https://x', key_file: nope.asc}\n", 5,
      "bootstrap.apt_repos[0].key_file", "key_file nope.asc does not exist"),
     ("bootstrap:\n  apt_repos:\n    - {name: 'a b', url: 'https://x'}\n", 5, "bootstrap.apt_repos[0].name",
-     "may only use letters"),
+     "may only use ASCII letters"),
     ("bootstrap:\n  mirror: 'https://m.lan/a b'\n", 4, "bootstrap.mirror", "must not contain spaces"),
     ("bootstrap:\n  cdi: yes-please\n", 4, "bootstrap.cdi", "must be true or false"),
     ("bootstrap:\n  allow_cgroup_v1: 1\n", 4, "bootstrap.allow_cgroup_v1", "must be true or false"),

@@ -158,13 +158,12 @@ def test_an_ipv6_first_control_plane_is_the_endpoint_in_brackets() -> None:
     assert make_settings(control_plane_endpoint="[fd00::1]:8443").control_plane_endpoint == "[fd00::1]:8443"
 
 
-def test_the_inventory_can_name_the_saved_survey(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_inventory_can_name_the_saved_survey(tmp_path: Path) -> None:
     from clusterctl.bootstrap.registry import all_phases
     from clusterctl.bootstrap.run import BootstrapRequest, run_options
     from clusterctl.inventory.loader import load_inventory
 
-    monkeypatch.chdir(tmp_path)  # the chart archive the inventory names is there (a run reads it up front)
-    (tmp_path / "charts").mkdir()
+    (tmp_path / "charts").mkdir()  # the chart archive the inventory names, next to it: a run reads it up front
     (tmp_path / "charts" / "gpu-operator-v26.7.0.tgz").write_bytes(b"\x1f\x8b")
     path = tmp_path / "inventory.yaml"
     path.write_text(INVENTORY.replace("  pod_subnet: 10.32.0.0/12", "  pod_subnet: 10.32.0.0/12\n  survey: s.json"))
