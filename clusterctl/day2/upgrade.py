@@ -147,7 +147,8 @@ class UpgradeReport:
     #: Why the rollout stopped early (a node's failure, a lock); None: it ran to the end (or was a plan).
     stopped: str | None = None
     undo_journal: str | None = None
-    #: The phases run when not all of them (``upgrade phase NAME``, ``--skip-phases``); ``None``: the whole upgrade.
+    #: The phases run when a node's own phase is left out (``upgrade phase NAME``, ``--skip-phases``); ``None``:
+    #: every node's phases (the cluster's add-ons may be skipped: the nodes run the target all the same).
     only: list[str] | None = None
 
     @property
@@ -649,7 +650,10 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
         return report
     every = upgrade_phases(rollout)
     phases = select_phases(every, request.phase, request.skip_phases, command="upgrade")
-    report.only = [p.name for p in phases] if len(phases) < len(every) else None
+    # Only a node's own phases move it to the target; the cluster's add-ons (once, after the nodes) do not.
+    chosen = {p.name for p in phases}
+    report.only = [p.name for p in phases] if any(p.name not in chosen and not p.once_per_cluster
+                                                  for p in every) else None
     run_hosts = [h for h, _ in order]
     if store is not None:
         store.run = {"target": target.text, "cordoned_before": sorted(cordoned)}

@@ -302,6 +302,18 @@ def test_one_phase_or_phases_left_out_never_say_the_nodes_run_the_target(bootstr
     assert installed(bootstrapped_demo, "gpu-b3", "kubelet").startswith("1.36.2")
 
 
+def test_leaving_out_only_the_cluster_add_ons_still_upgrades_every_node(bootstrapped_demo: Path) -> None:
+    # network and gpu-addons run once for the cluster, after the nodes: without them every node still runs the
+    # target, and a plan after it finds the nodes up to date (the real-node upgrade walk skips both).
+    skipped = ("--skip-phases", "network,gpu-addons")
+    planned = _json("upgrade", "plan", "--to", "1.36.3", *skipped)
+    assert {h["status"] for h in planned["hosts"]} == {"planned"}, planned["hosts"]
+    done = _run("upgrade", "apply", "--to", "1.36.3", *skipped, "--yes", "--state-dir", bootstrapped_demo / "p")
+    assert done.exit_code == 0 and "upgraded: every node runs 1.36.3" in done.stdout, done.output
+    again = _json("upgrade", "plan", "--to", "1.36.3", *skipped)
+    assert {h["status"] for h in again["hosts"]} == {"up to date"}, again["hosts"]
+
+
 def test_an_empty_to_is_refused_not_taken_for_the_pin(bootstrapped_demo: Path) -> None:
     # A script's unset variable (--to "$VERSION") planned the inventory's pin as if --to was not given.
     for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
