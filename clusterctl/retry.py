@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from clusterctl.errors import UsageError
+from clusterctl.inputfile import read_text_input
 from clusterctl.writable import replace_file, state_home
 
 RETRY_NAME = "retry"
@@ -34,14 +35,12 @@ def names_from(term: str) -> list[str]:
     """Host names a ``@retry`` or ``@FILE`` limit term stands for."""
     spec = term[1:]
     path = retry_file() if spec == RETRY_NAME and not Path(spec).exists() else Path(spec).expanduser()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if spec == RETRY_NAME:
-            raise UsageError("--limit @retry: no run has recorded failed hosts yet.") from None
-        raise UsageError(f"--limit {term}: no such file.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--limit {term}: cannot read {path}: {exc}.") from None
+    if spec == RETRY_NAME and not path.exists():
+        raise UsageError("--limit @retry: no run has recorded failed hosts yet.")
+    try:  # within the inventory's size limit: '@/dev/zero' stops there
+        text = read_text_input(str(path), "inventory")[0]
+    except UsageError as exc:
+        raise UsageError(f"--limit {term}: {exc.message}", hint=exc.hint) from None
     names = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     names = [n for n in names if n]
     if not names:

@@ -38,6 +38,13 @@ def test_an_endless_inventory_stops_at_the_limit(cli) -> None:  # type: ignore[n
     assert ran.err.startswith("error: /dev/zero: larger than the 16 MiB limit for inventory input."), ran.err
 
 
+def test_an_endless_limit_file_stops_at_the_limit(cli) -> None:  # type: ignore[no-untyped-def]
+    # '--limit @/dev/zero' was read whole: all the memory there was, then 'internal error: MemoryError'.
+    ran = cli("-i", DEMO, "-l", "@/dev/zero", "inventory", "show")
+    assert ran.code == 2 and ran.out == ""
+    assert ran.err.startswith("error: --limit @/dev/zero: larger than the 16 MiB limit for inventory input."), ran.err
+
+
 def test_a_big_range_loads_in_linear_work(tmp_path: Path) -> None:
     # 60,000 hosts in one group: membership used to be a list scan per host (minutes).
     ini = tmp_path / "hosts.ini"
