@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -14,7 +15,7 @@ from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import print_wrapped
 
 if TYPE_CHECKING:
-    from clusterctl.day2.upgrade import UpgradeReport
+    from clusterctl.day2.upgrade import UpgradeReport, UpgradeRequest
     from clusterctl.engine.phase import Phase
     from clusterctl.engine.run import HostPhaseResult
 
@@ -150,10 +151,11 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
         f"drain, upgrade and restart every node of the cluster '{inventory.name}', node by node,"
     confirm_change(what, [h.name for h in hosts], yes=yes, dry_run=not request.apply,
                    preview=f"clusterctl upgrade plan{f' --to {request.to}' if request.to else ''}")
+
     show = None if app.machine_output or not request.apply else (lambda p, r: _print_phase(app, p, r))
     with app.runner() as runner:
         report = upgrade(inventory, hosts, runner, request, on_phase=show)
-    app.emit(report.to_json(), lambda: _print_report(app, report))
+    app.emit(report.to_json(), lambda: _print_report(app, report, request))
     if report.stopped:  # a node that failed, in a plan too (it cannot be read, a phase's check refuses)
         app.say(f"STOPPED: {report.stopped}", err=True, soft_wrap=False)
     if not report.ok:  # that, or an error finding (a plan that finds errors exits 1, as every report)
@@ -179,7 +181,7 @@ def _print_phase(app: AppContext, phase: Phase[Any, Any], results: list[HostPhas
         print_wrapped(app.console, text, first_indent=f"{r.host:<16} {phase.name:<16} {r.status.value:<8} ")
 
 
-def _print_report(app: AppContext, report: UpgradeReport) -> None:
+def _print_report(app: AppContext, report: UpgradeReport, request: UpgradeRequest) -> None:
     from clusterctl.cli.changes_view import say_plan_step
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.engine.run import Status
@@ -219,13 +221,15 @@ def _print_report(app: AppContext, report: UpgradeReport) -> None:
         app.note(note)
     only = f"phase {', '.join(report.only)}" if report.only else None
     if report.nothing_to_do:
-        say(f"nothing to do in {only}" if only else f"nothing to do: every node runs {report.target} with the "
-            "inventory's pins")
+        say(f"nothing to do in {only}" if only else f"nothing to do: every node runs {report.target}, the rest of "
+            "its stack as the inventory pins it")
     elif report.applied and report.ok:
         say(f"done: {only} (not the whole upgrade)" if only else f"upgraded: every node runs {report.target}")
     elif not report.applied and report.ok:
-        say("PLAN (nothing was changed): run 'clusterctl upgrade apply --to " + report.target + "' to carry it out",
-            soft_wrap=False)
+        # What carries out this plan: the same phases, not the whole upgrade when only some were asked for.
+        carry_out = ["clusterctl", "upgrade", *(("phase", request.phase) if request.phase else ("apply",)),
+                     "--to", report.target, *(("--skip-phases", request.skip_phases) if request.skip_phases else ())]
+        say(f"PLAN (nothing was changed): run '{shlex.join(carry_out)}' to carry it out", soft_wrap=False)
     elif not report.applied:
         say("PLAN (nothing was changed): " + ("incomplete, a node could not be planned" if report.stopped else
                                                "errors found") + " (above); fix that before 'clusterctl upgrade apply'",

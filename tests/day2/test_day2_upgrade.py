@@ -328,6 +328,20 @@ def test_workers_alone_never_go_a_minor_past_the_control_plane(bootstrapped_demo
     assert _run("upgrade", "plan", "--to", "1.37.2", "-l", "gpu-a1,gpu-b3").exit_code == 0
 
 
+def test_a_plan_of_part_of_the_upgrade_names_the_command_that_runs_that_part(bootstrapped_demo: Path) -> None:
+    # It named 'upgrade apply --to X', which runs every phase on every node, under a plan of one phase.
+    phase = _run("upgrade", "phase", "drain", "--to", "1.36.3", "-l", "gpu-b3", "--dry-run")
+    assert phase.exit_code == 0 and "run 'clusterctl upgrade phase drain --to 1.36.3' to carry it out" in \
+        phase.stdout, phase.stdout
+    # After the upgrade, under the note that the inventory still pins 1.36.2, it said "with the inventory's pins".
+    assert _apply(bootstrapped_demo, "--to", "1.36.3").exit_code == 0
+    done = _run("upgrade", "plan", "--to", "1.36.3")
+    assert "nothing to do: every node runs 1.36.3, the rest of its stack as the inventory pins it" in done.stdout
+    skipped = _run("upgrade", "plan", "--to", "1.37.2", "--skip-phases", "drain,uncordon")
+    assert "run 'clusterctl upgrade apply --to 1.37.2 --skip-phases drain,uncordon' to carry it out" in \
+        skipped.stdout, skipped.stdout
+
+
 def test_an_empty_to_is_refused_not_taken_for_the_pin(bootstrapped_demo: Path) -> None:
     # A script's unset variable (--to "$VERSION") planned the inventory's pin as if --to was not given.
     for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
