@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clusterctl.nccl.sources import SettingsRead, read_settings
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
@@ -18,3 +20,8 @@ def fixture_dir(tool: str) -> Path:
 def read_fixture(tool: str, name: str) -> str:
     """The text of one recording, ``tests/fixtures/<tool>/<name>``."""
     return (fixture_dir(tool) / name).read_text(encoding="utf-8")
+
+
+def read_settings_file(path: Path, format: str | None = None) -> SettingsRead:
+    """``read_settings`` of a settings file, named by its path (as ``nccl lint FILE`` names it)."""
+    return read_settings(path.read_text(encoding="utf-8"), format, name=str(path))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +59,21 @@ def new_results_dir(base: str | None = None, *, now: float | None = None) -> Pat
             raise UsageError(f"too many runs named bench-{stamp} in {parent}")
     (folder / "raw").mkdir(exist_ok=True)
     return folder
+
+
+@contextmanager
+def given_back_if_refused(folder: Path | None, *, named: bool) -> Iterator[None]:
+    """A run refused (``UsageError``) before it saved anything gives its results ``folder`` back: a typo in an option
+    neither leaves an empty folder behind nor makes the one ``--results-dir`` named refuse the corrected run."""
+    try:
+        yield
+    except UsageError:
+        if folder is not None and not (folder / RESULTS_FILE).exists() and not any((folder / "raw").iterdir()):
+            (folder / CLAIM_FILE).unlink()
+            (folder / "raw").rmdir()
+            if not named:
+                folder.rmdir()
+        raise
 
 
 def _claim(folder: Path) -> None:

@@ -96,7 +96,7 @@ def ib_command(
     from clusterctl.bench.ib_bench import run_ib_bench
     from clusterctl.bench.payload import dry_run_payload, ib_payload
     from clusterctl.bench.perftest_rounds import IBOptions
-    from clusterctl.bench.results import new_results_dir, save_ib_run
+    from clusterctl.bench.results import given_back_if_refused, new_results_dir, save_ib_run
     from clusterctl.changes import Gate
     from clusterctl.cli.findings_view import print_findings
 
@@ -115,7 +115,7 @@ def ib_command(
         folder = new_results_dir(results_dir)
     # Dry run: the gate records every server and client command; no host is reached.
     gate = Gate(apply=not dry_run)
-    with app.runner() as runner:
+    with app.runner() as runner, given_back_if_refused(folder, named=results_dir is not None):
         hcas, warnings = choose_hcas(runner, hosts, survey=survey, given=hca, discover=gate.apply)
         for host, warning in warnings.items():
             app.warn(f"{host}: {warning}")
@@ -188,7 +188,7 @@ def nccl_command(
 ) -> None:
     from clusterctl.bench.nccl_tests import run_nccl_test
     from clusterctl.bench.payload import nccl_payload
-    from clusterctl.bench.results import new_results_dir, save_nccl_run
+    from clusterctl.bench.results import given_back_if_refused, new_results_dir, save_nccl_run
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.nccl.run_env import nccl_env
 
@@ -196,7 +196,7 @@ def nccl_command(
     settings = nccl_env(env, env_file)
     hosts = app.hosts()
     folder = new_results_dir(results_dir)  # checked and claimed before any host is touched
-    with app.runner() as runner:
+    with app.runner() as runner, given_back_if_refused(folder, named=results_dir is not None):
         run = run_nccl_test(runner, hosts, op=op, env=settings, min_bytes=min_bytes, max_bytes=max_bytes,
                             factor=factor, gpus=gpus, multi_node=multi_node, binary_dir=binary_dir,
                             inventory=app.inventory(), state_dir=state_dir)

@@ -91,7 +91,7 @@ def lint_command(
         # One unreadable file is reported (exit 2) without stopping the check of the others.
         try:
             text, label = read_text_input(name, "nccl-settings")
-            read = read_settings(text + ("" if "\n" in text else "\n"), fmt, name=label)
+            read = read_settings(text, fmt, name=label)
         except (UsageError, ParseError) as exc:
             unreadable.append(str(exc))
             continue

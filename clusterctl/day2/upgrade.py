@@ -622,6 +622,11 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     nodes = cluster_nodes(runner, first)
     current = _current(runner, first)
     check_upgrade(current, target, where="--to" if request.to is not None or request.resume else "stack.kubernetes")
+    if target.minor > current.minor and all(h.name != first.name for h in hosts):
+        # Kubernetes' version skew policy: a kubelet is never newer than its API server.
+        raise UsageError(f"the control plane runs {current.text}: a kubelet at {target.text} would be a minor newer "
+                         "than its API server, which Kubernetes' version skew policy does not allow.", field="--limit",
+                         hint=f"Upgrade {first.name} first: add it to -l, or leave -l out (it goes first).")
     report = UpgradeReport(inventory.name, current.text, target.text, request.apply)
     if pin and parse(pin, where="stack.kubernetes") != target:
         report.notes.append(f"the inventory pins Kubernetes {pin}: set stack.kubernetes to {target.text} so that "

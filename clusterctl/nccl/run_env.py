@@ -12,9 +12,9 @@ ConfigMap's ``apiVersion`` or ``metadata`` can never end up in the environment.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from clusterctl.errors import UsageError
+from clusterctl.inputfile import read_text_input
 from clusterctl.inventory.values import ENV_NAME
 from clusterctl.nccl.sources import read_settings
 
@@ -24,9 +24,8 @@ def nccl_env(pairs: Sequence[str], env_file: str | None = None) -> dict[str, str
     ``--env KEY=VALUE`` pairs over them."""
     env: dict[str, str] = {}
     if env_file:
-        if not Path(env_file).is_file():
-            raise UsageError("no such settings file", file=env_file)
-        for setting in sorted(read_settings(Path(env_file)), key=lambda s: s.line):
+        text, label = read_text_input(env_file, "nccl-settings")  # the one reader of a file a user names
+        for setting in sorted(read_settings(text, name=label), key=lambda s: s.line):
             if setting.dynamic:
                 raise UsageError(f"{setting.name}={setting.value} is computed when the job runs; give its value "
                                  "with --env NAME=VALUE", file=env_file, line=setting.line)

@@ -17,7 +17,6 @@ import re
 import shlex
 from contextvars import ContextVar
 from dataclasses import dataclass
-from pathlib import Path
 
 import yaml
 from yaml import Node, ScalarNode
@@ -122,22 +121,13 @@ def _references(text: str) -> dict[str, list[int]]:
     return found
 
 
-def read_settings(source: str | Path, format: str | None = None, *, name: str | None = None) -> SettingsRead:
-    """The NCCL settings in a file (a Path, or a str naming an existing file) or in a text.
+def read_settings(text: str, format: str | None = None, *, name: str | None = None) -> SettingsRead:
+    """The NCCL settings in ``text`` (a file a user names is read by ``inputfile.read_text_input`` first).
 
     ``format`` is one of FORMATS, or None to detect it from the name and content. ``name`` is what
-    findings call the source when it is a text (default ``<text>``).
+    findings call the source (default ``<text>``).
     """
-    if isinstance(source, Path) or ("\n" not in source and Path(source).is_file()):
-        path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from None
-        label = name or str(path)
-    else:
-        text = str(source)
-        label = name or "<text>"
+    label = name or "<text>"
     fmt = format or detect_format(label, text)
     if fmt not in FORMATS:
         raise UsageError(f"unknown settings format {fmt!r}", hint=f"Use one of: {', '.join(FORMATS)}.")

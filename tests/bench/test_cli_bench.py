@@ -36,6 +36,21 @@ def test_a_host_the_saved_survey_lacks_is_named_as_a_live_run_names_it(tmp_path:
     assert "gpu-a1:" not in warned and "gpu-a2:" not in warned
 
 
+@pytest.mark.parametrize("refused", [("ib", "--pattern", "bogus"), ("ib", "--survey", "missing.json"),
+                                     ("nccl", "--op", "bogus")])
+def test_a_refused_run_gives_its_results_folder_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     refused: tuple[str, ...]) -> None:
+    # Before, a typo left an empty clusterctl-results/bench-* behind, and the folder --results-dir named
+    # refused the corrected run: "already holds the results of another run".
+    monkeypatch.chdir(tmp_path)
+    assert clusterctl("-i", DEMO, "bench", *refused).exit_code == 2
+    assert not (tmp_path / "clusterctl-results").exists() or not any((tmp_path / "clusterctl-results").iterdir())
+    named = tmp_path / "runs" / "before"
+    assert clusterctl("-i", DEMO, "bench", *refused, "--results-dir", str(named)).exit_code == 2
+    again = clusterctl("-i", DEMO, "bench", refused[0], "--results-dir", str(named), "-o", "json")
+    assert again.exit_code == 1 and json.loads(again.stdout)["results_dir"] == str(named)
+
+
 def test_demo_names_gpu_b3_mlx5_2_and_keeps_results(tmp_path: Path) -> None:
     # Brackets in the folder's name are text, not rich markup: the printed path copies back whole.
     results = tmp_path / "run[bold]1[/]"
@@ -207,6 +222,15 @@ def test_env_pairs_override_the_file_and_computed_values_are_refused(
     result = clusterctl("-i", DEMO, "-l", "gpu-a1", "bench", "nccl", "-o", "json", "--results-dir",
                         str(tmp_path / "n"), "--env-file", str(conf), "--env", "NCCL_ALGO=Ring")
     assert result.exit_code == 0 and json.loads(result.stdout)["env"] == {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}
+
+
+def test_an_env_file_is_read_as_nccl_lint_reads_a_file_named_to_it(tmp_path: Path) -> None:
+    # Before, a folder was "no such settings file" (it is there), and /dev/zero was never read to its limit.
+    folder = clusterctl("-i", DEMO, "bench", "nccl", "--env-file", str(tmp_path))
+    linted = clusterctl("nccl", "lint", str(tmp_path))
+    assert folder.exit_code == 2 and "is a folder, not a file" in folder.stderr and folder.stderr in linted.stderr
+    endless = clusterctl("-i", DEMO, "bench", "nccl", "--env-file", "/dev/zero")
+    assert endless.exit_code == 2 and "/dev/zero" in endless.stderr and "limit" in endless.stderr
 
 
 def test_compare_lists_what_moved_and_counts_what_did_not(tmp_path: Path) -> None:

@@ -314,6 +314,20 @@ def test_leaving_out_only_the_cluster_add_ons_still_upgrades_every_node(bootstra
     assert {h["status"] for h in again["hosts"]} == {"up to date"}, again["hosts"]
 
 
+def test_workers_alone_never_go_a_minor_past_the_control_plane(bootstrapped_demo: Path) -> None:
+    # Kubernetes' version skew policy: a kubelet is never newer than its API server. '-l' with workers alone
+    # planned (and applied) kubelet 1.37.2 under an API server at 1.36.2.
+    before = state_digest(bootstrapped_demo)
+    for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
+        refused = _run(*command, "--to", "1.37.2", "-l", "gpu-b3")
+        assert refused.exit_code == 2 and refused.stdout == "", refused.output
+        assert "the control plane runs 1.36.2" in refused.stderr and "gpu-a1" in refused.stderr, refused.stderr
+    assert state_digest(bootstrapped_demo) == before
+    # A patch, or the first control plane in the selection (it goes first), is the supported way.
+    assert _run("upgrade", "plan", "--to", "1.36.3", "-l", "gpu-b3").exit_code == 0
+    assert _run("upgrade", "plan", "--to", "1.37.2", "-l", "gpu-a1,gpu-b3").exit_code == 0
+
+
 def test_an_empty_to_is_refused_not_taken_for_the_pin(bootstrapped_demo: Path) -> None:
     # A script's unset variable (--to "$VERSION") planned the inventory's pin as if --to was not given.
     for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):

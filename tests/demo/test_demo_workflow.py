@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from clirun import clusterctl
+from fixture_files import read_settings_file
 
 from clusterctl.nccl.lint import lint_settings
-from clusterctl.nccl.sources import read_settings
 
 DEMO = str(Path(__file__).resolve().parents[2] / "inventories" / "demo.yaml")
 
@@ -41,5 +41,5 @@ def test_tune_nccl_from_the_saved_survey_picks_the_management_interface_and_lint
     assert settings["NCCL_IB_HCA"].startswith("=mlx5_0:1,")
     assert "mlx5_8" not in settings["NCCL_IB_HCA"]
     conf = out_dir / "nccl.conf"
-    findings = lint_settings(read_settings(conf), nccl_version="2.18.3", fabric="ib")
+    findings = lint_settings(read_settings_file(conf), nccl_version="2.18.3", fabric="ib")
     assert [f for f in findings if f.severity in ("error", "warning")] == []

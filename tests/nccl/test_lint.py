@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from fixture_files import fixture_dir
+from fixture_files import fixture_dir, read_settings_file
 
 from clusterctl.findings import Finding
 from clusterctl.nccl.lint import lint_settings
-from clusterctl.nccl.sources import Setting, read_settings
+from clusterctl.nccl.sources import Setting
 
 FIXTURES = fixture_dir("nccl-settings")
 
 
 def lint(name: str, **kwargs: object) -> list[tuple[int, str, str, str]]:
-    findings = lint_settings(read_settings(FIXTURES / name), **kwargs)  # type: ignore[arg-type]
+    findings = lint_settings(read_settings_file(FIXTURES / name), **kwargs)  # type: ignore[arg-type]
     return [(f.line, f.severity, f.code, f.message) for f in findings]
 
 
@@ -53,7 +53,7 @@ def test_frontier_exports_wrong_family_and_the_script_s_own_variable() -> None:
 
 
 def test_timeout_that_does_not_exist_and_pytorch_old_name() -> None:
-    findings = lint_settings(read_settings(FIXTURES / "elvin-ma-run.sh"))
+    findings = lint_settings(read_settings_file(FIXTURES / "elvin-ma-run.sh"))
     assert [(f.line, f.code, f.fix) for f in findings] == [
         (6, "UNKNOWN_VARIABLE", "did you mean NCCL_IB_TIMEOUT?"),
         (8, "PYTORCH_OLD_NAME", "rename it to TORCH_NCCL_BLOCKING_WAIT"),

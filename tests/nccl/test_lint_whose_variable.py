@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from clirun import clusterctl
-from fixture_files import FIXTURES
+from fixture_files import FIXTURES, read_settings_file
 
 from clusterctl.nccl.lint import lint_settings
 from clusterctl.nccl.sources import read_settings
@@ -20,7 +20,7 @@ def codes(text: str, fmt: str, **kwargs: object) -> list[tuple[int | None, str, 
 
 
 def test_each_pod_s_container_has_its_own_environment() -> None:
-    settings = read_settings(TWO_PODS)
+    settings = read_settings_file(TWO_PODS)
     scopes = {s.scope for s in settings if s.name == "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"}
     assert scopes == {"container 'nccl-test' (line 96)", "container 'nccl-test' (line 215)"}
     assert "DUPLICATE" not in [code for _, code, _ in codes(TWO_PODS.read_text(), "k8s")]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from clirun import clusterctl
-from fixture_files import fixture_dir
+from fixture_files import fixture_dir, read_settings_file
 
 from clusterctl.nccl.lint import Finding, lint_settings
 from clusterctl.nccl.sources import read_settings
@@ -20,7 +20,7 @@ FIXTURES = fixture_dir("nccl-settings")
 
 
 def findings(name: str, **kwargs: object) -> list[Finding]:
-    return lint_settings(read_settings(FIXTURES / name), **kwargs)  # type: ignore[arg-type]
+    return lint_settings(read_settings_file(FIXTURES / name), **kwargs)  # type: ignore[arg-type]
 
 
 def problems(name: str) -> list[tuple[int, str, str, str]]:
@@ -110,7 +110,7 @@ def test_a_name_under_a_plugin_prefix_is_a_typo_of_that_plugin() -> None:
 
 
 def test_dockerfile_env_both_forms_and_build_args() -> None:
-    settings = read_settings(FIXTURES / "aws-nccl-tests.Dockerfile")
+    settings = read_settings_file(FIXTURES / "aws-nccl-tests.Dockerfile")
     # 'ENV A=1 \\ B=2' over five lines: NCCL_SOCKET_IFNAME is on line 131, where it is written
     assert [(s.name, s.value, s.line) for s in settings if s.origin != "build-arg"] == [
         ("NCCL_SOCKET_IFNAME", "^docker,lo,veth_def_agent,eth", 131)]
@@ -136,7 +136,7 @@ def test_dockerfile_legacy_env_run_heredoc_and_exec_cmd() -> None:
 
 
 def test_mpijob_block_args_with_mpirun_x_name_passthrough() -> None:
-    settings = read_settings(FIXTURES / "gke-tcpxo-mpi-nccl-test.yaml")
+    settings = read_settings_file(FIXTURES / "gke-tcpxo-mpi-nccl-test.yaml")
     exported = {s.name: s.line for s in settings if s.origin == ""}
     forwarded = {s.name: s.line for s in settings if s.origin == "passthrough"}
     assert exported["NCCL_DEBUG"] == 40 and exported["NCCL_NET_GDR_LEVEL"] == 62
@@ -155,7 +155,7 @@ def test_mpijob_block_args_with_mpirun_x_name_passthrough() -> None:
 
 
 def test_mpijob_exec_form_args_one_word_per_item() -> None:
-    settings = read_settings(FIXTURES / "aws-nccl-tests-mpijob.yaml")
+    settings = read_settings_file(FIXTURES / "aws-nccl-tests-mpijob.yaml")
     assert [(s.name, s.value, s.line) for s in settings] == [
         ("FI_PROVIDER", "efa", 40), ("FI_EFA_FORK_SAFE", "1", 42), ("NCCL_DEBUG", "INFO", 44),
         ("NCCL_BUFFSIZE", "8388608", 46), ("NCCL_P2P_NET_CHUNKSIZE", "524288", 48),
@@ -163,7 +163,7 @@ def test_mpijob_exec_form_args_one_word_per_item() -> None:
 
 
 def test_mpirun_x_with_values_on_continued_lines() -> None:
-    settings = read_settings(FIXTURES / "tcpxo-run-nccl-fastrak.sh")
+    settings = read_settings_file(FIXTURES / "tcpxo-run-nccl-fastrak.sh")
     lines = {s.name: s.line for s in settings}
     assert lines["NCCL_FASTRAK_CTRL_DEV"] == 40 and lines["NCCL_BUFFSIZE"] == 56
     assert lines["NCCL_TESTS_SPLIT_MASK"] == 63
@@ -172,7 +172,7 @@ def test_mpirun_x_with_values_on_continued_lines() -> None:
 
 
 def test_docker_run_e_on_a_continued_line() -> None:
-    settings = read_settings(FIXTURES / "bert-launch_docker_dist.sh")
+    settings = read_settings_file(FIXTURES / "bert-launch_docker_dist.sh")
     assert [(s.name, s.value, s.line) for s in settings] == [
         ("NCCL_DEBUG", "INFO", 4), ("NCCL_SOCKET_IFNAME", "^br,lo", 4)]
     text = "docker run --rm -e NCCL_DEBUG -e NCCL_IB_HCA=mlx5 --env=NCCL_ALGO=Tree img\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from clirun import clusterctl
-from fixture_files import FIXTURES
+from fixture_files import FIXTURES, read_settings_file
 
 from clusterctl.nccl.sources import read_settings
 
@@ -21,7 +21,7 @@ def _lint(*names: str) -> tuple[int, list[dict[str, object]], dict[str, object]]
 
 
 def test_a_command_substitution_with_spaces_and_pipes_is_one_value() -> None:
-    read = read_settings(SETTINGS / "paddle-llama13b-socket-ifname-cmd-subst.sh")
+    read = read_settings_file(SETTINGS / "paddle-llama13b-socket-ifname-cmd-subst.sh")
     assert [(s.name, s.value, s.line, s.dynamic) for s in read] == [
         ("NCCL_SOCKET_IFNAME", "$(ip a | grep '10.31.10' | awk '{print $7}')", 4, True),
         ("NCCL_IB_HCA", "mlx5_0", 5, False)]
@@ -29,7 +29,7 @@ def test_a_command_substitution_with_spaces_and_pipes_is_one_value() -> None:
 
 
 def test_every_assignment_after_an_expansion_in_a_continued_export_is_read() -> None:
-    read = read_settings(SETTINGS / "DERIVED-continued-export-with-expansions.sh")
+    read = read_settings_file(SETTINGS / "DERIVED-continued-export-with-expansions.sh")
     assert [(s.name, s.value, s.line) for s in read] == [
         ("NCCL_SOCKET_IFNAME", "$(ip a | grep '10.31.10' | awk '{print $7}')", 4),
         ("NCCL_BUFFSIZE", "$(( 4 * 1024 * 1024 ))", 5),
@@ -50,7 +50,7 @@ def test_what_the_shell_reader_cannot_read_is_named_with_its_line() -> None:
 
 
 def test_a_values_mapping_is_read_with_the_chart_values_scope_and_null_removes_a_default() -> None:
-    read = read_settings(SETTINGS / "nemo-launcher-config-env-vars-null.yaml")
+    read = read_settings_file(SETTINGS / "nemo-launcher-config-env-vars-null.yaml")
     by_name = {s.name: s for s in read}
     assert set(by_name) == {"NCCL_TOPO_FILE", "NCCL_IB_PCI_RELAXED_ORDERING", "NCCL_IB_TIMEOUT", "NCCL_DEBUG",
                             "NCCL_PROTO", "TORCH_NCCL_AVOID_RECORD_STREAMS", "NCCL_NVLS_ENABLE"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fixture_files import fixture_dir
+from fixture_files import fixture_dir, read_settings_file
 
 from clusterctl.errors import UsageError
 from clusterctl.nccl.sources import Setting, detect_format, read_settings
@@ -16,7 +16,7 @@ def pairs(settings: list[Setting]) -> list[tuple[str, str, int]]:
 
 
 def test_nccl_conf_keeps_the_exact_match_prefix() -> None:
-    assert pairs(read_settings(FIXTURES / "nccl.conf")) == [
+    assert pairs(read_settings_file(FIXTURES / "nccl.conf")) == [
         ("NCCL_DEBUG", "WARN", 1), ("NCCL_SOCKET_IFNAME", "=ens1f0", 2)]
 
 
@@ -49,12 +49,12 @@ def test_slurm_sbatch_lines_are_comments_and_srun_export_is_read() -> None:
 
 
 def test_real_slurm_script_only_nccl_names() -> None:
-    settings = read_settings(FIXTURES / "coreweave-nccl-test-distributed-h100-64.slurm")
+    settings = read_settings_file(FIXTURES / "coreweave-nccl-test-distributed-h100-64.slurm")
     assert pairs(settings) == [("NCCL_SOCKET_IFNAME", "eth0", 22), ("NCCL_IB_HCA", "ibp", 23)]
 
 
 def test_pytorchjob_env_with_line_numbers() -> None:
-    settings = read_settings(FIXTURES / "oci-pytorchjob-etcd.yaml")
+    settings = read_settings_file(FIXTURES / "oci-pytorchjob-etcd.yaml")
     assert pairs(settings)[:2] == [("NCCL_DEBUG", "INFO", 29), ("NCCL_IB_SPLIT_DATA_ON_QPS", "0", 31)]
     assert [s.name for s in settings][-1] == "NCCL_IB_TIMEOUT"
 
