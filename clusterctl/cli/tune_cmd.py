@@ -90,6 +90,8 @@ def tune_nccl_command(
         raise UsageError("--dry-run goes with --push (it shows what --push would change)")
     if force_unlock and not push:
         raise UsageError("--force-unlock goes with --push (it clears a host lock before the write)")
+    if not sweep and (budget, repeats, collectives) != (120, 3, ["all_reduce"]):  # the options' defaults
+        raise UsageError("--budget, --repeats and --collective go with --sweep (they shape what it measures)")
     if sweep and bench:
         raise UsageError("--sweep measures now and --bench reuses an earlier sweep: give one of them")
     from clusterctl.nccl.tune.run import TuneRequest, tune_nccl

@@ -341,7 +341,7 @@ def _matching(value: Any, what: str, pattern: re.Pattern[str], problem: str, hin
 
 def host_name(value: Any, what: str = "a host name") -> str:
     """A host's name in the inventory: letters, digits, ``. _ - :`` (IPv6 names), never a blank or ``;``."""
-    return _matching(value, what, _NAME_CHARS, "may only use letters, digits, '.', '-', '_' and ':' (no spaces, "
+    return _matching(value, what, _NAME_CHARS, "may only use ASCII letters, digits, '.', '-', '_' and ':' (no spaces, "
                      "quotes or shell characters).", "It names the host in commands, file names and Kubernetes; "
                      "put a real address in 'address:'.", strip=False, dots=False)
 

@@ -222,3 +222,11 @@ def test_an_apt_repository_name_apt_would_ignore_is_refused(cli, tmp_path: Path)
     ran = cli("-i", str(inv), "inventory", "check")
     assert ran.code == 2
     assert f"{inv}:5: field 'bootstrap.apt_repos[0].name': repository name 'caf\u00e9' may only use ASCII" in ran.err
+
+
+def test_a_host_name_outside_ascii_is_told_which_letters(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # "may only use letters" refused 'h\u00e9llo', whose every character is a letter.
+    ini = tmp_path / "hosts.ini"
+    ini.write_text("[gpu]\nh\u00e9llo ansible_host=10.0.0.1\n")
+    ran = cli("-i", str(ini), "inventory", "show")
+    assert ran.code == 2 and "a host name 'h\u00e9llo' may only use ASCII letters, digits," in ran.err

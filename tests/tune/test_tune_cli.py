@@ -54,6 +54,14 @@ def test_a_namespace_kubernetes_refuses_is_refused_as_dashboards_refuses_it(demo
     assert tuned.stderr == drawn.stderr and "'Monitoring_1' is not a Kubernetes namespace name" in tuned.stderr
 
 
+@pytest.mark.parametrize("option", [("--budget", "300"), ("--repeats", "5"), ("--collective", "all_gather")])
+def test_a_sweep_option_without_sweep_is_refused_as_dry_run_without_push_is(demo_survey: Path,
+                                                                           option: tuple[str, str]) -> None:
+    # Before, 'tune-nccl --budget 300' derived settings and measured nothing, without a word.
+    result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey), *option)
+    assert result.exit_code == 2 and result.stdout == "" and "go with --sweep" in result.stderr
+
+
 def test_table_output_shows_reasons(demo_survey: Path) -> None:
     result = clusterctl("-i", str(DEMO), "tune-nccl", "--survey", str(demo_survey))
     assert result.exit_code == 0, result.output
