@@ -6,6 +6,7 @@ minutes; these checks run first and fail as usage errors (exit 2) that say why.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Mapping
@@ -103,6 +104,8 @@ def replace_file(path: Path, data: str | bytes, *, mode: int | None = None, pare
 
 def _temporary_beside(path: Path, permissions: int) -> tuple[int, Path]:
     """A new file ``.NAME.RANDOM.tmp`` in ``path``'s folder, opened for writing; never an existing one."""
+    if not path.name:  # '/' or '.': a folder, as the rename onto it would say
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     while True:
         temporary = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
         try:

@@ -70,6 +70,16 @@ def test_without_parents_a_missing_folder_is_an_error(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("path", ["/", "."])
+def test_a_save_to_a_path_without_a_file_name_is_a_usage_error(path: str) -> None:
+    """'health --save /' and 'survey --save .' ended in 'internal error: ValueError', exit 1."""
+    from clirun import DEMO, clusterctl
+
+    done = clusterctl("-i", DEMO, "health", "--save", path)
+    assert (done.exit_code, done.stdout) == (2, "")
+    assert " ".join(done.stderr.split()) == f"error: {path}: cannot write the report (Is a directory)"
+
+
 @pytest.mark.parametrize("command", [("tune-nccl",), ("bootstrap", "artifacts"), ("dashboards",)])
 def test_an_out_folder_that_is_a_file_is_a_usage_error(command: tuple[str, ...], tmp_path: Path) -> None:
     """tune-nccl's and bootstrap artifacts' --out FILE ended in 'internal error: FileExistsError', exit 1."""
