@@ -319,7 +319,7 @@ def _number(value: Any) -> float | None:
 # a plan that says "ok" must describe an apply that can work.
 
 _NAME_CHARS = re.compile(r"^[A-Za-z0-9_\[][A-Za-z0-9_.:%\[\]-]*$")
-_VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+~:_-]*$")
+_VERSION = re.compile(r"^[vV]?[0-9][0-9A-Za-z.+~:_-]*$")
 # ``host[:port]`` then a ``/path``; an IPv6 host in brackets (an image reference's grammar has no bare one).
 _REGISTRY = re.compile(r"(?P<host>(?:\[[^\]/\s]+\]|[^:/\s\[\]]+)(?::\d*)?)(?P<path>/[a-z0-9][a-z0-9._/-]*)?")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[0-9]{1,5}/[A-Za-z0-9._/-]+)?(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?"
@@ -368,9 +368,10 @@ def address(value: Any, what: str = "address") -> str:
 
 
 def version(value: Any, what: str) -> str:
-    """A package or release version (``1.36.2``, ``2.2.1-1``, ``580.95.05``): no quotes, spaces or shell."""
-    return _matching(value, what, _VERSION, "is not a version (letters, digits and '.', '+', '~', ':', '_', '-').",
-                     "For example 1.36.2.")
+    """A package or release version (``1.36.2``, ``v1.36.2``, ``2.2.1-1``, ``580``): a digit first, what every
+    comparison of a pin reads; no quotes, spaces or shell."""
+    return _matching(value, what, _VERSION, "is not a version (a digit first, then letters, digits and '.', '+', '~', "
+                     "':', '_', '-').", "For example 1.36.2.")
 
 
 def registry(value: Any, what: str, *, path: bool = True) -> str:

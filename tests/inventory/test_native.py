@@ -168,6 +168,9 @@ def test_shell_metacharacters_in_group_names_and_users_are_data(write: WriteFile
         ('gpu-a1: {address: "10.0.0.1\\nevil"}', 3, "hosts.gpu-a1.address"),
         ("gpu-a1: {stack: {kubernetes: '1.36.2\"'}}", 3, "hosts.gpu-a1.stack.kubernetes"),
         ("gpu-a1: {stack: {containerd: '2.2.1 && id'}}", 3, "hosts.gpu-a1.stack.containerd"),
+        # No digit first: nothing compares it, and bootstrap failed on every host ("cannot compare ...", exit 1).
+        ("gpu-a1: {stack: {containerd: x}}", 3, "hosts.gpu-a1.stack.containerd"),
+        ("gpu-a1: {stack: {kubernetes: latest}}", 3, "hosts.gpu-a1.stack.kubernetes"),
     ],
 )
 def test_names_addresses_and_versions_that_cannot_work_are_refused_at_load(
