@@ -95,7 +95,8 @@ class CertsReport:
 def control_planes(hosts: tuple[Host, ...] | list[Host]) -> list[Host]:
     chosen = [h for h in hosts if h.is_control_plane]
     if not chosen:
-        raise UsageError("no control-plane host among the selected hosts", field="roles")
+        raise UsageError("no control-plane host among the selected hosts: kubeadm's certificates live on the control "
+                         "planes (roles: [control-plane] in the inventory; with -l, select one of them).")
     return chosen
 
 

@@ -105,3 +105,13 @@ def test_renew_left_out_does_not_say_the_certificates_were_renewed(bootstrapped_
     assert [h["status"] for h in done.json()["hosts"]] == ["done"]
     text = clusterctl("-i", DEMO, "certs", "renew", "--skip-phases", "renew", "--yes", "--restart-wait", "1")
     assert text.exit_code == 0 and "gpu-a1: done" in text.stdout and "renewed" not in text.stdout, text.output
+
+
+def test_a_selection_of_workers_alone_is_named_as_the_selection_not_a_role_field() -> None:
+    # It said "field 'roles'", sending the user to an inventory that was right: the -l left the control planes out.
+    for command in (("certs", "check"), ("certs", "renew", "--dry-run")):
+        done = clusterctl("-i", DEMO, "-l", "gpu-b3", *command)
+        assert done.exit_code == 2 and done.stdout == "", done.output
+        said = " ".join(done.stderr.split())
+        assert "field 'roles'" not in said and "no control-plane host among the selected hosts" in said, said
+        assert "-l" in said, said
