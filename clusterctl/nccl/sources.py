@@ -23,10 +23,10 @@ from yaml import Node, ScalarNode
 
 from clusterctl.errors import ParseError, UsageError
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.values import ENV_NAME
 from clusterctl.json_input import read_yaml
 
 FORMATS: tuple[str, ...] = ("env", "shell", "slurm", "k8s", "dockerfile")
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 _NCCL_ASSIGN_RE = re.compile(r"\b(TORCH_)?NCCL_[A-Za-z0-9_]*=")
 _DEFAULT_EXPANSION_RE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}]*)\}$")
@@ -192,7 +192,7 @@ def read_env_text(text: str, label: str, *, first_line: int = 1) -> list[Setting
         line = line.removeprefix("export ").strip()
         key, sep, value = line.partition("=")
         key = key.strip()
-        if not sep or not _NAME_RE.match(key):
+        if not sep or not ENV_NAME.fullmatch(key):
             raise ParseError(f"settings file {label}", "expected NAME=VALUE", line=line_no, text=raw)
         value = value.strip()
         if value[:1] not in "'\"" and " #" in value:
@@ -406,7 +406,7 @@ def _scan(placed: list[tuple[str, int]], label: str, out: list[Setting], *, nccl
                 add(pair, nxt_line)
                 i += 2
                 continue
-            if _NAME_RE.match(nxt) and is_nccl_name(nxt):
+            if ENV_NAME.fullmatch(nxt) and is_nccl_name(nxt):
                 # passed through from the caller's environment: the name is checked, the value is not known
                 out.append(Setting(nxt, "", label, nxt_line, dynamic=True, origin=PASSTHROUGH, branch=branches.current))
                 i += 2
@@ -499,7 +499,7 @@ def read_dockerfile_text(text: str, label: str) -> list[Setting]:
             if instruction == "ENV" and tokens and "=" not in tokens[0]:
                 # legacy form: ENV NAME the rest of the line is the value
                 name, _, value = rest.strip().partition(" ")
-                if _NAME_RE.match(name):
+                if ENV_NAME.fullmatch(name):
                     value = _unquote(value.strip())
                     settings.append(Setting(name, value, label, start, "$" in value))
                 continue
@@ -509,7 +509,7 @@ def read_dockerfile_text(text: str, label: str) -> list[Setting]:
                 if pair:
                     settings.append(Setting(pair.group(1), pair.group(2), label, token_line, "$" in pair.group(2),
                                             origin))
-                elif instruction == "ARG" and _NAME_RE.match(token):
+                elif instruction == "ARG" and ENV_NAME.fullmatch(token):
                     settings.append(Setting(token, "", label, token_line, dynamic=True, origin=origin))
         elif instruction == "RUN":
             heredoc = _HEREDOC_RE.search(rest)
@@ -563,7 +563,7 @@ def read_k8s_text(text: str, label: str) -> list[Setting]:
 def _values_setting(key: ScalarNode, value: Node, label: str) -> Setting | None:
     """``NCCL_DEBUG: INFO`` in a mapping (Helm values, a chart's ``env:`` map): a setting of the chart's
     values; ``NCCL_X: null`` removes the chart's default for it."""
-    if not _NAME_RE.match(str(key.value)):
+    if not ENV_NAME.fullmatch(str(key.value)):
         return None
     line = int(key.start_mark.line) + 1
     if isinstance(value, yaml.ScalarNode):
@@ -606,7 +606,7 @@ def _configmap_settings(doc: Node, label: str) -> list[Setting]:
     for k, v in data.value:
         if not isinstance(k, yaml.ScalarNode) or not isinstance(v, yaml.ScalarNode):
             continue
-        if _NAME_RE.match(str(k.value)) and "\n" not in str(v.value):
+        if ENV_NAME.fullmatch(str(k.value)) and "\n" not in str(v.value):
             found.append(Setting(str(k.value), str(v.value), label, k.start_mark.line + 1))
         elif "\n" in str(v.value):
             # a whole nccl.conf or script stored under one key: its lines start after the key's line;
