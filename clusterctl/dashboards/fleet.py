@@ -15,6 +15,8 @@ from clusterctl.wording import first_few
 
 #: The agent's finding gauge (node-exporter textfile), labelled with its node as ``hostname``.
 AGENT_FINDINGS = "clusterctl_node_health_finding"
+#: Nodes carrying clusterctl's quarantine taint, as kube-state-metrics exports them.
+TAINTED = f'kube_node_spec_taint{{key="{TAINT_KEY}",node=~"$host"}}'
 
 
 def agent_conditions_true() -> str:
@@ -77,7 +79,7 @@ def build(inputs: DashboardInputs) -> dashboard.Dashboard:
         table.Panel().title("Hosts out of service, and why").span(HALF).height(8)
         .description(f"Nodes carrying clusterctl's quarantine taint ({TAINT_KEY}, from kube-state-metrics) "
                      "and the health agent's NodeConditions that are True.")
-        .with_target(target(f'max by (node) (kube_node_spec_taint{{key="{TAINT_KEY}",node=~"$host"}})',
+        .with_target(target(f"max by (node) ({TAINTED})",
                             ref="A", instant=True))
         .with_target(target(agent_conditions_true(), ref="B", instant=True)))
     return board.with_panel(

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard, histogram, statushistory, table, timeseries
 
-from clusterctl.dashboards.fleet import AGENT_FINDINGS, agent_conditions_true
+from clusterctl.dashboards.fleet import AGENT_FINDINGS, TAINTED, agent_conditions_true
 from clusterctl.dashboards.inputs import DashboardInputs
 from clusterctl.dashboards.panels import HALF, THIRD, new_dashboard, target, thresholds, uid
 from clusterctl.quarantine.node_ops import TAINT_KEY
 
-TAINTED = f'kube_node_spec_taint{{key="{TAINT_KEY}",node=~"$host"}}'
 CORDONED = 'kube_node_spec_unschedulable{node=~"$host"}'
 
 
