@@ -123,7 +123,9 @@ class AppContext:
     def runner(self, *, force_transport: str | None = None, progress: Progress | None = None) -> Iterator[Runner]:
         from clusterctl.fanout.scheduler import DEFAULT_TIMEOUT_S, Runner
         from clusterctl.transport.factory import ConnectOptions, make_connector
+        from clusterctl.transport.output import max_output_bytes
 
+        max_output_bytes()  # CLUSTERCTL_MAX_OUTPUT that is no size: said once, before any host, not by each
         options = ConnectOptions(
             accept_new_host_keys=self.accept_new_host_keys,
             ssh_config=self.ssh_config,

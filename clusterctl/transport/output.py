@@ -11,8 +11,11 @@ full pipe.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Literal
+
+from clusterctl.errors import UsageError
 
 #: Which stream of a command a line came from.
 OutputStream = Literal["stdout", "stderr"]
@@ -25,16 +28,16 @@ DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 
 
 def max_output_bytes() -> int:
-    """The per-stream cap: ``CLUSTERCTL_MAX_OUTPUT`` when set and valid, else the default."""
-    raw = os.environ.get("CLUSTERCTL_MAX_OUTPUT", "").strip().upper()
-    if not raw:
+    """The per-stream cap: ``CLUSTERCTL_MAX_OUTPUT`` when set (1 KiB at least), else the default; a value that is
+    no size is the user's to mend (exit 2), never a cap silently other than the one they set."""
+    given = os.environ.get("CLUSTERCTL_MAX_OUTPUT", "").strip()
+    if not given:
         return DEFAULT_MAX_OUTPUT
-    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(raw[-1], 1)
-    digits = raw[:-1] if raw[-1] in "KMG" else raw
-    try:
-        return max(int(digits) * scale, 1024)
-    except ValueError:
-        return DEFAULT_MAX_OUTPUT
+    size = re.fullmatch(r"([0-9]+)([KMG]?)", given.upper())
+    if size is None:
+        raise UsageError(f"CLUSTERCTL_MAX_OUTPUT={given!r} is not a size: write bytes, or a whole number with K, M "
+                         "or G (16M).")
+    return max(int(size[1]) * {"K": 1024, "M": 1024**2, "G": 1024**3}.get(size[2], 1), 1024)
 
 
 class CappedOutput:

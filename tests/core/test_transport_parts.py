@@ -133,3 +133,14 @@ def test_a_failing_line_callback_stops_the_lines_not_the_reading() -> None:
     lines.add(b"a\nb\nc\n")
     lines.flush()
     assert calls == ["a"]
+
+
+@pytest.mark.parametrize("size", ["abc", "16Q", "-5M", "1.5G"])
+def test_a_max_output_that_is_no_size_is_refused_before_any_host(size: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # It was ignored without a word: the user believed the cap they set was in force.
+    from clirun import DEMO, clusterctl
+
+    monkeypatch.setenv("CLUSTERCTL_MAX_OUTPUT", size)
+    done = clusterctl("-i", DEMO, "exec", "true")
+    assert (done.exit_code, done.stdout) == (2, ""), done.output
+    assert f"CLUSTERCTL_MAX_OUTPUT={size!r}" in " ".join(done.stderr.split()), done.stderr
