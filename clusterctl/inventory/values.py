@@ -351,6 +351,14 @@ def host_name(value: Any, what: str = "a host name") -> str:
 _DNS_NAME = re.compile(r"(?=.{1,253}\.?\Z)(?:[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.|\Z))+")
 
 
+def ip_literal(address: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address when it is written as one (``10.0.0.11``, ``fd00::1``), not a name to resolve."""
+    try:
+        return ipaddress.ip_address(address or "")
+    except ValueError:
+        return None
+
+
 def address(value: Any, what: str = "address") -> str:
     """A host name or IP address, what a connection can resolve (``::1`` and ``fe80::1%eth0`` included): the rule
     of an address, a jump host and (in ``inventory check``) a host reached by its name."""

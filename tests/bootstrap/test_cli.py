@@ -242,3 +242,19 @@ def test_plan_files_of_two_hosts_never_share_a_folder(tmp_path: Path) -> None:
     written = write_plan_files(report, str(tmp_path))
     assert len({p.parent for p in written}) == 2
     assert (tmp_path / "n%3A1" / "COMMANDS.sh").read_text().endswith("echo n:1\n")
+
+
+@pytest.mark.parametrize("subnet", ["pod_subnet: 10.0.0.0/16", "service_subnet: 10.0.1.0/24"])
+def test_a_pod_or_service_range_that_holds_a_hosts_own_address_fails_preflight(
+        subnet: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Accepted before: the CNI or kube-proxy then routes the node's own address into the cluster network.
+    shutil.copytree(REPO / "inventories" / "demo", tmp_path / "demo")
+    inventory = tmp_path / "demo.yaml"
+    inventory.write_text(DEMO.read_text() + f"\nbootstrap:\n  {subnet}\n")
+    code, out, _ = clusterctl(["-i", str(inventory), "-o", "json", "bootstrap", "plan", "--phase", "preflight"],
+                              capsys)
+    data = json.loads(out)
+    held = {r["host"]: f["message"] for r in data["results"] for f in r["findings"] if f["code"] == "SUBNET_HOLDS_HOST"}
+    assert code == 1 and set(held) == {"gpu-b1", "gpu-b2", "gpu-b3"} | (
+        {"gpu-a1", "gpu-a2", "gpu-a3"} if "pod" in subnet else set()), held
+    assert subnet.split(":")[0] in held["gpu-b1"] and "10.0.1.11" in held["gpu-b1"]

@@ -10,7 +10,6 @@ command that could echo them runs.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import secrets
 import shlex
 import string
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 from clusterctl.bootstrap.cluster.settings import ClusterSettings, kubelet_node_labels
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
+from clusterctl.inventory.values import ip_literal
 from clusterctl.secret import Secret
 from clusterctl.templating import render
 
@@ -79,15 +79,6 @@ def ca_cert_hash(pem: bytes) -> str:
     return "sha256:" + hashlib.sha256(spki).hexdigest()
 
 
-def _ip_or_none(address: str | None) -> str | None:
-    if not address:
-        return None
-    try:
-        return str(ipaddress.ip_address(address))
-    except ValueError:
-        return None  # a host name: kubeadm picks the address of the default route itself
-
-
 def control_plane_taints(host: Host) -> list[dict[str, str]]:
     """No taint on a control-plane host that is also a worker (small GPU clusters use every host)."""
     return [] if "worker" in host.roles else [dict(CONTROL_PLANE_TAINT)]
@@ -101,7 +92,8 @@ def _common(settings: ClusterSettings, host: Host) -> dict[str, object]:
         "node_name": host.name,
         "cri_socket": settings.cri_socket,
         "node_labels": ",".join(f"{k}={v}" for k, v in sorted(kubelet_node_labels(host).items())),
-        "advertise_address": _ip_or_none(host.address),
+        # A host name: kubeadm picks the address of the default route itself.
+        "advertise_address": str(ip) if (ip := ip_literal(host.address)) else None,
         "bind_port": 6443,
         "timeouts": TIMEOUTS,
         "allow_cgroup_v1": settings.allow_cgroup_v1,

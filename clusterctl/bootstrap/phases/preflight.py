@@ -10,6 +10,7 @@ one, is turned off by the kernel phase).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 
 from clusterctl.bootstrap import matrix
@@ -17,6 +18,7 @@ from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.node import NODE_FACTS, NodeFacts
 from clusterctl.findings import Finding, Severity
+from clusterctl.inventory.values import ip_literal
 
 #: Port -> the processes that may hold it on a re-run (names as ``ss -p`` shows, 15 characters).
 CONTROL_PLANE_PORTS: dict[int, tuple[str, ...]] = {
@@ -101,6 +103,13 @@ class Preflight(Phase[NodeFacts]):
             held = ", ".join(sock.processes) or "another process"
             add(Severity.ERROR, "PORT_IN_USE", f"port {sock.port} is already in use by {held}",
                 f"Stop what listens on {sock.port}; Kubernetes needs it ({'/'.join(owners)}).", port=sock.port)
+        # The cluster's ranges: an address of the host inside one is routed into the pod network by the CNI
+        # or taken by kube-proxy's service rules, and the node stops reaching (or being reached at) it.
+        for setting in ("pod_subnet", "service_subnet"):
+            subnet = ipaddress.ip_network(getattr(ctx.inventory.bootstrap, setting))
+            if (address := ip_literal(host.connect_address)) is not None and address in subnet:
+                add(Severity.ERROR, "SUBNET_HOLDS_HOST", f"bootstrap.{setting} {subnet} holds the host's address "
+                    f"{address}", f"Pick a {setting} that none of the hosts' networks use.", subnet=str(subnet))
         # CPU and memory.
         if state.cpus is not None and state.cpus < MIN_CPUS_CONTROL_PLANE:
             add(Severity.ERROR if control_plane else Severity.WARNING, "TOO_FEW_CPUS",
@@ -185,3 +194,4 @@ def stack_findings(ctx: PhaseContext) -> list[Finding]:
                                                                       "containerd": containerd},
                            fix="Pin a containerd that containerd's RELEASES.md lists for this Kubernetes."))
     return out
+
