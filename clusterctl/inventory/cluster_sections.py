@@ -105,7 +105,7 @@ def _known(data: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
 def text_setting(value: Any, where: str) -> str:
     text = by_rule(values.text, value.strip() if isinstance(value, str) else value, where)
     if not text:
-        raise UsageError(f"must be a non-empty text value, not {value!r}.", field=where)
+        raise UsageError(f"must be a non-empty text value, not {values.describe(value)}.", field=where)
     return text
 
 
@@ -277,6 +277,7 @@ def _absolute_path(value: Any, where: str) -> str:
 
 def _celsius(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 30 <= value <= 130:
-        raise UsageError(f"must be a whole number of degrees Celsius between 30 and 130, not {value!r}.", field=where)
+        raise UsageError(f"must be a whole number of degrees Celsius between 30 and 130, not {values.describe(value)}.",
+                         field=where)
     return value
 

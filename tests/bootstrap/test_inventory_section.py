@@ -41,6 +41,8 @@ def test_settings_are_read(tmp_path: Path) -> None:
     ("bootstrap:\n  mirror: 'https://m.lan/a b'\n", 4, "bootstrap.mirror", "must not contain spaces"),
     ("bootstrap:\n  cdi: yes-please\n", 4, "bootstrap.cdi", "must be true or false"),
     ("bootstrap:\n  allow_cgroup_v1: 1\n", 4, "bootstrap.allow_cgroup_v1", "must be true or false"),
+    # The YAML's own spelling, not Python's ("not True.").
+    ("bootstrap:\n  alerts: {gpu_temp_c: true}\n", 4, "bootstrap.alerts.gpu_temp_c", "not 'true' (a yes/no value)."),
 ])
 def test_mistakes_name_file_line_and_field(tmp_path: Path, section: str, line: int, field: str, words: str) -> None:
     with pytest.raises(InventoryError) as caught:
