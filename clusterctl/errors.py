@@ -55,7 +55,9 @@ class UsageError(ClusterctlError):
     def render(self) -> str:
         line = f":{self.line}" if self.line is not None else ""
         where = f"{self.file}{line}: " if self.file else ""
-        field = f"field '{self.field}': " if self.field else ""
+        # An option's message that starts with it ("--url must ...") names it once.
+        said = (self.field or "").startswith("-") and self.message.startswith((f"{self.field} ", f"{self.field}:"))
+        field = f"field '{self.field}': " if self.field and not said else ""
         text = f"{where}{field}{self.message}"
         if self.hint:  # a sentence of its own: "... in the inventory. Add a 'bmc:' entry", never "inventory Add"
             text += f"{'' if text.endswith(('.', '?', '!', ':')) else '.'} {self.hint}"

@@ -109,9 +109,9 @@ def test_a_bad_command_line_exits_2() -> None:
 @pytest.mark.parametrize(("argv", "said"), [
     (["node-agent", "--node", "n1", "--probe-timeout", "nan"], "probe_timeout_s must be a number greater than 0"),
     (["node-agent", "--node", "n1", "--probe-timeout", "0"], "probe_timeout_s must be a number greater than 0"),
-    (["node-agent", "--node", "a b"], "node 'a b' may only use letters"),
+    (["node-agent", "--node", "a b"], "node 'a b' may only use ASCII letters"),
     (["slurm-health", "--deadline", "inf"], "--deadline must be a number greater than 0"),
-    (["slurm-health", "--node", "a b"], "node 'a b' may only use letters"),
+    (["slurm-health", "--node", "a b"], "node 'a b' may only use ASCII letters"),
     (["slurm-health", "--since", "soon"], "since takes a duration such as 30m, 24h or 7d, got 'soon'"),
 ])
 def test_a_flag_is_checked_as_the_config_file_s_setting_is(
