@@ -226,8 +226,9 @@ def _print_report(app: AppContext, report: UpgradeReport, request: UpgradeReques
     elif report.applied and report.ok:
         say(f"done: {only} (not the whole upgrade)" if only else f"upgraded: every node runs {report.target}")
     elif not report.applied and report.ok:
-        # What carries out this plan: the same phases, not the whole upgrade when only some were asked for.
-        carry_out = ["clusterctl", "upgrade", *(("phase", request.phase) if request.phase else ("apply",)),
+        # What carries out this plan: the same hosts and phases, not the whole upgrade when only some were asked for.
+        carry_out = ["clusterctl", *(("-l", app.limit) if app.limit else ()), "upgrade",
+                     *(("phase", request.phase) if request.phase else ("apply",)),
                      "--to", report.target, *(("--skip-phases", request.skip_phases) if request.skip_phases else ())]
         say(f"PLAN (nothing was changed): run '{shlex.join(carry_out)}' to carry it out", soft_wrap=False)
     elif not report.applied:
