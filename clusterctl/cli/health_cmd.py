@@ -105,6 +105,10 @@ def health_command(
     if slurm and (quarantine or save or level or force or probe_timeout is not None):
         raise UsageError("--slurm runs level 0 within --deadline: it takes no --quarantine, --save, --level, "
                          "--force or --probe-timeout")
+    if save:  # refused before the fleet is read, not after
+        from clusterctl.writable import writable_file
+
+        writable_file(save, "--save")
     from clusterctl.health.model import HealthOptions
     from clusterctl.health.run import run_health
 

@@ -67,6 +67,10 @@ def survey_command(
     app = app_context(ctx)
     if (pp != 1 or world_size is not None) and tp is None:
         raise UsageError("--pp and --world-size need --tp")
+    if save:  # refused before the fleet is read, not after
+        from clusterctl.writable import writable_file
+
+        writable_file(save, "--save")
     from clusterctl.facts.nvml import probe_gpus_via_nvml
     from clusterctl.survey.run import run_survey
 

@@ -70,14 +70,18 @@ def test_without_parents_a_missing_folder_is_an_error(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("path", ["/", "."])
-def test_a_save_to_a_path_without_a_file_name_is_a_usage_error(path: str) -> None:
-    """'health --save /' and 'survey --save .' ended in 'internal error: ValueError', exit 1."""
+@pytest.mark.parametrize("command", ["health", "survey"])
+@pytest.mark.parametrize(("path", "said"), [("/", "is a folder; give a file name."),
+                                            (".", "is a folder; give a file name."),
+                                            ("/no-such-folder/r.json", "the folder /no-such-folder does not exist.")])
+def test_a_save_that_cannot_be_written_is_refused_before_any_host_is_read(command: str, path: str, said: str) -> None:
+    """'health --save /' ended in 'internal error: ValueError'; any unwritable --save failed only after the
+    whole fleet had been read."""
     from clirun import DEMO, clusterctl
 
-    done = clusterctl("-i", DEMO, "health", "--save", path)
+    done = clusterctl("-i", DEMO, command, "--save", path)
     assert (done.exit_code, done.stdout) == (2, "")
-    assert " ".join(done.stderr.split()) == f"error: {path}: cannot write the report (Is a directory)"
+    assert " ".join(done.stderr.split()) == f"error: --save {path}: {said}"
 
 
 @pytest.mark.parametrize("command", [("tune-nccl",), ("bootstrap", "artifacts"), ("dashboards",)])
