@@ -65,7 +65,10 @@ class Redactor:
     def _replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
         def replace(match: re.Match[str]) -> str:
             found = match.group(0)
-            if found in self.KEEP or (kind == "ipv4" and self.VERSION_HEAD.search(match.string, 0, match.start())):
+            # The head is looked for just before the match: from the text's start, a recording full of addresses
+            # took time growing with the square of its length.
+            head = kind == "ipv4" and self.VERSION_HEAD.search(match.string, max(0, match.start() - 32), match.start())
+            if found in self.KEEP or head:
                 return found
             return self._ipv6(found) if kind == "ipv6" else self._stand_in(kind, found)
 
