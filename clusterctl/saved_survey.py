@@ -78,6 +78,11 @@ class SavedHost:
     #: (row label, column label) -> link class of its ``matrix`` (``NV`` for any NVLink count, ``SOC`` as ``SYS``).
     links: dict[tuple[str, str], str] = field(default_factory=dict)
 
+    @property
+    def nvlink_groups(self) -> tuple[tuple[int, ...], ...]:
+        """The NVLink domains of two or more GPUs: a GPU alone in its domain has no NVLink."""
+        return tuple(d for d in self.nvlink_domains if len(d) >= 2)
+
 
 @dataclass(frozen=True)
 class SavedSurvey:

@@ -18,7 +18,7 @@ class DashboardHost:
     rack: str | None
     gpu_model: str | None
     gpus: tuple[int, ...]
-    #: GPU indexes joined by NVLink, one tuple per domain (a survey's ``nvlink_domains``).
+    #: GPU indexes joined by NVLink, one tuple per domain of two or more (a survey's ``nvlink_groups``).
     nvlink_domains: tuple[tuple[int, ...], ...]
     #: GPU index -> the NIC next to it (the survey's nearest NIC), where one is known.
     nearest_nic: Mapping[int, str] = field(default_factory=dict)
@@ -72,9 +72,8 @@ class DashboardInputs:
         are left out (they have no NVLink panel)."""
         groups: dict[tuple[tuple[int, ...], ...], list[str]] = {}
         for host in self.hosts:
-            domains = tuple(d for d in host.nvlink_domains if len(d) > 1)
-            if domains:
-                groups.setdefault(domains, []).append(host.name)
+            if host.nvlink_domains:
+                groups.setdefault(host.nvlink_domains, []).append(host.name)
         return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
 
     def pools(self) -> dict[str, list[DashboardHost]]:
@@ -98,7 +97,7 @@ def from_survey(survey: SavedSurvey, *, limit_to: Iterable[str] | None = None) -
         out.append(DashboardHost(
             name=host.name, rack=host.rack, gpu_model=host.gpu_model,
             gpus=tuple(sorted(g.index for g in host.gpus)),
-            nvlink_domains=tuple(tuple(sorted(d)) for d in host.nvlink_domains),
+            nvlink_domains=tuple(tuple(sorted(d)) for d in host.nvlink_groups),
             nearest_nic={g.index: g.nearest_nics[0] for g in host.gpus if g.nearest_nics},
         ))
     return out

@@ -40,7 +40,7 @@ def textfile_text(inputs: DashboardInputs) -> str:
 
     info = gauge("clusterctl_gpu_info", ["cluster", "host", "gpu", "nvlink_domain", "pool", "rack", "nic"])
     for host in inputs.hosts:
-        domain_of = {g: domain_name(d) for d in host.nvlink_domains if len(d) > 1 for g in d}
+        domain_of = {g: domain_name(d) for d in host.nvlink_domains for g in d}
         for gpu in host.gpus:
             info.labels(inputs.cluster, host.name, str(gpu), domain_of.get(gpu, ""), host.pool, host.rack or "",
                         host.nearest_nic.get(gpu, "")).set(1)

@@ -437,6 +437,6 @@ def context_from_survey(path: str | Path) -> SurveyContext:
     version = str(versions[0]) if versions else None
     layers = Counter(port.link_layer.lower() for h in hosts for nic in h.nics if nic.fabric for port in nic.ports)
     fabric = rdma_fabric_of(layers.most_common(1)[0][0]) if layers else None
-    nvlink = any(len(domain) > 1 for h in hosts for domain in h.nvlink_domains) if hosts else None
+    nvlink = any(h.nvlink_groups for h in hosts) if hosts else None
     links = tuple(str(g.nic_link) for h in hosts for g in h.gpus if g.nic_link)
     return SurveyContext(version, fabric, nvlink, tuple(map(str, versions)), links)

@@ -57,7 +57,7 @@ def _rate(value: float) -> str:
 
 def topology_labels(host: SavedHost, fabric_type: str | None = None) -> TopologyLabels:
     labels: list[tuple[str, str]] = []
-    domains = [d for d in host.nvlink_domains if len(d) >= 2]
+    domains = host.nvlink_groups
     if host.shape:
         labels.append((_key("nvlink.shape"), host.shape))
     labels.append((_key("nvlink.domains"), str(len(domains))))

@@ -42,7 +42,7 @@ def _nvlink_hosts(ctx: PhaseContext) -> list[str]:
     survey = cc.survey(ctx)
     if survey is None:
         return []
-    return sorted(h.name for h in survey.hosts.values() if any(len(d) >= 2 for d in h.nvlink_domains))
+    return sorted(h.name for h in survey.hosts.values() if h.nvlink_groups)
 
 
 #: The alert only rendered for hosts a saved survey shows with NVLink.
