@@ -98,8 +98,16 @@ def _not_found(kind: str, name: str) -> ToolResult:
     return ks.not_found(_resource(kind), name)
 
 
-def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str | None:
-    """All nodes as a ``List``, or the one node ``only`` as an object (None: no such node)."""
+def _kept(kube: dict[str, Any], kind: str, namespace: str, name: str) -> tuple[dict[str, Any], str]:
+    """Where the simulated cluster keeps an object, and its key there: nodes and pods apart from the applied
+    objects (a pod also when a workload made it)."""
+    if kind in ("node", "pod"):
+        return kube.setdefault(kind + "s", {}), f"{namespace}/{name}" if namespace else name
+    return kube.setdefault("objects", {}), _key(kind, namespace, name)
+
+
+def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str:
+    """All nodes as a ``List``, or the node ``only`` (one the cluster has) as an object."""
     plugin = ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES)
     nfd = ks.deployed(kube, ks.NFD_RELEASES)
     items = []
@@ -121,8 +129,7 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
                                "architecture": "amd64"}}
         items.append(kn.node_object(name, node, labels, status))
     if only is not None:
-        found = next((item for item in items if item["metadata"]["name"] == only), None)
-        return None if found is None else json.dumps(found, indent=4) + "\n"
+        return json.dumps(next(item for item in items if item["metadata"]["name"] == only), indent=4) + "\n"
     return ks.object_list(items)
 
 
@@ -238,11 +245,8 @@ def run(ctx: ToolContext) -> ToolResult:
         return kubectl_lease.run(ctx, words, options, docs, source)
     if words[:1] == ["get"] and "--raw" in flags:
         return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
-    if words[:2] == ["get", "node"]:
-        if len(words) >= 3:
-            one = _nodes_json(ctx, kube, only=words[2])
-            return ks.not_found("nodes", words[2]) if one is None else ctx.ok(one)
-        return ctx.ok(str(_nodes_json(ctx, kube)))
+    if words == ["get", "node"]:
+        return ctx.ok(_nodes_json(ctx, kube))
     if words[:2] == ["get", "pod"] and len(words) == 2:
         return kn.pods_list(ctx, options, flags)
     if words[:2] == ["patch", "node"] and len(words) >= 3:
@@ -261,15 +265,16 @@ def run(ctx: ToolContext) -> ToolResult:
     if words[:1] == ["apply"] or words == ["create"]:
         verb = "created" if words == ["create"] else "serverside-applied" if "--server-side" in flags else "apply"
         return _apply_docs(ctx, docs, source, verb)
-    if words[:1] == ["get"] and len(words) >= 2:
-        if words[1] == "pod" and len(words) >= 3:
-            pod = pods.get(f"{namespace}/{words[2]}")
-            return _not_found("pod", words[2]) if pod is None else ctx.ok(str(pod.get("phase", "")))
+    if words[:1] == ["get"] and len(words) >= 2:  # one object, KIND/NAME or KIND NAME
         kind, name = _type_name(words[1])
-        ns = "" if kind in CLUSTER_SCOPED else namespace
-        if _key(kind, ns, name) not in (kube.get("objects") or {}):
+        name = name or (words[2] if len(words) > 2 else "")
+        store, key = _kept(kube, kind, "" if kind in CLUSTER_SCOPED else namespace, name)
+        if key not in store:
             return _not_found(kind, name)
-        return ctx.ok(f"{_resource(kind, singular=True)}/{name}\n")
+        if options.get("--output") == "name" or kind not in ("node", "pod"):
+            return ctx.ok(f"{_resource(kind, singular=True)}/{name}\n")
+        # -o json of a node, -o jsonpath={.status.phase} of a pod: what clusterctl asks
+        return ctx.ok(_nodes_json(ctx, kube, only=name) if kind == "node" else str(store[key].get("phase", "")))
     if words[:2] == ["rollout", "status"] and len(words) >= 3:
         kind, name = _type_name(words[2])
         if _key(kind, namespace, name) not in (kube.get("objects") or {}):
@@ -301,9 +306,9 @@ def _delete(ctx: ToolContext, words: list[str], namespace: str, flags: set[str])
     with ks.edit(ctx) as kube:
         for kind, name in targets:
             ns = "" if kind in CLUSTER_SCOPED else namespace
-            gone = kube.setdefault("objects", {}).pop(_key(kind, ns, name), None)
-            if kind in ("node", "pod"):  # kept apart from applied objects (a pod also when a workload made it)
-                gone = kube.setdefault(kind + "s", {}).pop(f"{ns}/{name}" if ns else name, None)
+            store, key = _kept(kube, kind, ns, name)
+            gone = store.pop(key, None)
+            kube.setdefault("objects", {}).pop(_key(kind, ns, name), None)  # an applied pod's manifest with it
             if gone is None:
                 missing.append((kind, name))
             else:  # kubectl 1.37 names the namespace of what it deleted
