@@ -241,3 +241,22 @@ def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None
         "nodes/gpu-a1": (0, "node/gpu-a1\n", ""),
         "node/gpu-z9": (1, "", 'Error from server (NotFound): nodes "gpu-z9" not found\n'),
         "node gpu-z9": (1, "", 'Error from server (NotFound): nodes "gpu-z9" not found\n')}
+
+
+def test_a_package_the_profile_holds_is_held_for_every_apt_tool(tmp_path: Path) -> None:
+    """``machine.packages.held``: apt-mark lists the hold, apt-get keeps to it, and ``apt-mark unhold`` releases it
+    (dpkg-query alone saw it, and still did after the unhold)."""
+    from clusterctl.mock.machine import MockMachine
+    from clusterctl.mock.profile import load_profile
+
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "profile.yaml").write_text(
+        "simulate: true\nmachine:\n  packages:\n    installed: {kubelet: 1.30.1-1.1}\n    held: [kubelet]\n"
+        "    repository: {kubelet: [1.30.1-1.1, 1.30.2-1.1]}\n")
+    host = MockMachine.open(load_profile(str(tmp_path / "profile")), tmp_path / "state", "n1")
+    assert host.run_line("apt-mark showhold").stdout == "kubelet\n"
+    upgrade = host.run_line("apt-get install -y kubelet=1.30.2-1.1")
+    assert (upgrade.exit_code, upgrade.stderr) == (
+        100, "E: Held packages were changed and -y was used without --allow-change-held-packages.\n")
+    assert host.run_line("apt-mark unhold kubelet").stdout == "Canceled hold on kubelet.\n"
+    assert host.run_line("dpkg-query -W -f '${db:Status-Abbrev}' kubelet").stdout == "ii "
