@@ -354,13 +354,16 @@ class HostState(JsonDocument):
 class ClusterState(JsonDocument):
     """State shared by every host of one mock cluster (``cluster.json``)."""
 
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder / "cluster.json")
+
 
 class MockCluster:
     """One mock cluster's state folder: its hosts and its shared state."""
 
     def __init__(self, folder: Path | str) -> None:
         self.folder = Path(folder)
-        self.cluster = ClusterState(self.folder / "cluster.json")
+        self.cluster = ClusterState(self.folder)
 
     def host(self, name: str) -> HostState:
         if not name or "/" in name or name in (".", ".."):

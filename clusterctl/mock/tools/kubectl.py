@@ -61,21 +61,14 @@ KNOWN_MANIFESTS: dict[str, list[tuple[str, str, str]]] = {
 #: Options that take the next word as their value.
 TAKES_VALUE = frozenset({"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout",
                          "--for", "--field-selector", "--selector", "-l", "-p", "--patch", "--type", "--subresource"})
+#: The options with a short name: each is read by its long one.
+LONG_NAMES = {"-n": "--namespace", "-o": "--output", "-f": "--filename", "-l": "--selector", "-p": "--patch"}
 NOT_READY = ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network "
              "plugin returns error: cni plugin not initialized")
 
 
 def _key(kind: str, namespace: str, name: str) -> str:
     return f"{kind}/{namespace}/{name}"
-
-
-def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
-    """Positional words, options with values (by their long names), and bare flags."""
-    words, options, flags = split_args(args, TAKES_VALUE)
-    for short, long in (("-n", "--namespace"), ("-o", "--output"), ("-f", "--filename")):
-        if short in options:
-            options[long] = options.pop(short)
-    return words, options, flags
 
 
 def _resource(kind: str, *, singular: bool = False) -> str:
@@ -208,10 +201,10 @@ def _filename_objects(ctx: ToolContext, options: dict[str, str]) -> list[dict[st
 def run(ctx: ToolContext) -> ToolResult:
     if "--" in ctx.args:  # kubectl exec POD -- COMMAND...: only the command's own words follow "--"
         cut = ctx.args.index("--")
-        words, options, flags = _split(ctx.args[:cut])
+        words, options, flags = split_args(ctx.args[:cut], TAKES_VALUE, LONG_NAMES)
         command = ctx.args[cut + 1:]
     else:
-        words, options, flags = _split(ctx.args)
+        words, options, flags = split_args(ctx.args, TAKES_VALUE, LONG_NAMES)
         command = []
     if words[:1] in (["get"], ["delete"], ["patch"], ["taint"], ["annotate"]) and len(words) >= 2:
         kind, name = _type_name(words[1])  # from here on each kind is named one way: its singular
@@ -251,9 +244,8 @@ def run(ctx: ToolContext) -> ToolResult:
         return kn.pods_list(ctx, options, flags)
     if words[:2] == ["patch", "node"] and len(words) >= 3:
         return ks_status.patch_node_status(ctx, words[2], options)
-    if words[:2] == ["get", "secret"] and len(words) == 2 and \
-            (options.get("-l") or options.get("--selector")):
-        return ks_status.secrets_list(ctx, namespace, options.get("-l") or options.get("--selector") or "")
+    if words[:2] == ["get", "secret"] and len(words) == 2 and options.get("--selector"):
+        return ks_status.secrets_list(ctx, namespace, options["--selector"])
     if words[:1] == ["taint"]:
         return kn.update_node(ctx, words[1:], flags, "taint", kn.taint)
     if words[:1] in (["cordon"], ["uncordon"]):
