@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterable
 from itertools import groupby
 
+from clusterctl.errors import BadValue
+
 _NUMBERED = re.compile(r"^(.*?)(\d+)(\D*)$")
 
 
@@ -42,15 +44,11 @@ _RANGE_PART = re.compile(r"\[([^\[\]]*)\]")
 MAX_LIST_HOSTS = 100_000
 
 
-class HostListError(ValueError):
-    """An ad-hoc host list that cannot be expanded; the message says which part and why."""
-
-
 def expand(spec: str) -> list[str]:
     """``'gpu-[01-03],login1'`` -> gpu-01, gpu-02, gpu-03, login1 (pdsh's and Ansible's forms).
 
     Commas inside brackets belong to the range; empty items (Ansible's ``'a,b,'``) are
-    dropped; duplicates are kept once, in first-seen order.
+    dropped; duplicates are kept once, in first-seen order; one that cannot be expanded is a ``BadValue``.
     """
     names: dict[str, None] = {}
     for item in re.split(r",(?![^\[]*\])", spec):
@@ -59,7 +57,7 @@ def expand(spec: str) -> list[str]:
             for name in _expand_item(item):
                 names[name] = None
                 if len(names) > MAX_LIST_HOSTS:
-                    raise HostListError(f"the host list names more than {MAX_LIST_HOSTS:,} hosts")
+                    raise BadValue(f"the host list names more than {MAX_LIST_HOSTS:,} hosts.")
     return list(names)
 
 
@@ -67,19 +65,19 @@ def _expand_item(item: str) -> list[str]:
     m = _RANGE_PART.search(item)
     if m is None:
         if "[" in item or "]" in item:
-            raise HostListError(f"unbalanced bracket in {item!r}")
+            raise BadValue(f"unbalanced bracket in {item!r}.")
         return [item]
     head, tail = item[: m.start()], item[m.end() :]
     out: list[str] = []
     for piece in m.group(1).split(","):
         bounds = re.fullmatch(r"\s*(\d+)\s*(?:[-:]\s*(\d+)\s*)?", piece)
         if bounds is None:
-            raise HostListError(f"{item!r}: '{piece}' is not a number or a range like 01-16")
+            raise BadValue(f"{item!r}: '{piece}' is not a number or a range like 01-16.")
         start, end = bounds.group(1), bounds.group(2) or bounds.group(1)
         if int(end) < int(start):
-            raise HostListError(f"{item!r}: the range {piece} goes backwards")
+            raise BadValue(f"{item!r}: the range {piece} goes backwards.")
         if int(end) - int(start) >= MAX_LIST_HOSTS:
-            raise HostListError(f"{item!r}: the range {piece} names more than {MAX_LIST_HOSTS:,} hosts")
+            raise BadValue(f"{item!r}: the range {piece} names more than {MAX_LIST_HOSTS:,} hosts.")
         width = len(start) if start.startswith("0") else 0
         for n in range(int(start), int(end) + 1):
             out.extend(_expand_item(f"{head}{n:0{width}d}{tail}"))

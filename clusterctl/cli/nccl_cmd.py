@@ -100,9 +100,7 @@ def lint_command(
         if not read:
             about_sources.append(no_settings_finding(label))
     findings = lint_settings(settings, nccl_version=nccl_version, fabric=fabric, nvlink=nvlink,
-                             gpu_nic_links=gpu_nic_links, torch_version=torch_version)
-    findings = sorted(findings + about_sources,
-                      key=lambda f: (f.file or "", f.line or 0, f.severity.rank, f.subject or "", f.code))
+                             gpu_nic_links=gpu_nic_links, torch_version=torch_version, notes=about_sources)
     summary: dict[str, object] = {**count_by_severity(findings), "settings": len(settings), "files": files,
                                   "nccl_version": nccl_version, "fabric": fabric}
     if unreadable:

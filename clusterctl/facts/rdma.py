@@ -39,16 +39,9 @@ _CODE_SUFFIX = re.compile(r"\s*\(\d+\)\s*$")
 _WIDTH = re.compile(r"^(\d+)X$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*Gbps")
 _NO_DEVICES = "No IB devices found"
-#: ibv_devinfo prints phys_state as ``LINK_UP (5)``; ibstat and the model say ``LinkUp``.
-_PHYS_STATE_NAMES = {
-    "SLEEP": "Sleep",
-    "POLLING": "Polling",
-    "DISABLED": "Disabled",
-    "PORT_CONFIGURATION_TRAINING": "PortConfigurationTraining",
-    "LINK_UP": "LinkUp",
-    "LINK_ERROR_RECOVERY": "LinkErrorRecovery",
-    "PHY_TEST": "PhyTest",
-}
+#: ibv_devinfo prints phys_state as ``LINK_UP (5)``, ``PORT_CONFIGURATION_TRAINING (4)``; ibstat and the model say
+#: ``LinkUp``, ``PortConfigurationTraining``: its words capitalised and joined.
+_PHYS_STATE_WORDS = re.compile(r"[A-Z]+(?:_[A-Z]+)*")
 #: ibstat's port states as ibv_devinfo (and the model) names them.
 _IBSTAT_STATES = {"Active": "PORT_ACTIVE", "Down": "PORT_DOWN", "Initializing": "PORT_INIT", "Init": "PORT_INIT",
                   "Armed": "PORT_ARMED", "ActiveDefer": "PORT_ACTIVE_DEFER"}
@@ -232,8 +225,8 @@ class _IbvDevinfo(_Reader):
 
     def port_of(self, draft: _PortDraft) -> RDMAPort:
         values = draft.values
-        phys = values.get("phys_state")
-        phys_state = _PHYS_STATE_NAMES.get(_without_code(phys), _without_code(phys)) if phys else None
+        phys = _without_code(values["phys_state"]) if "phys_state" in values else None
+        phys_state = phys.title().replace("_", "") if phys and _PHYS_STATE_WORDS.fullmatch(phys) else phys
         width = _without_code(values["active_width"]) if "active_width" in values else None
         speed = _without_code(values["active_speed"]) if "active_speed" in values else None
         roce_index = next((index for index, gid, kind in draft.gids if kind == "RoCE v2" and _is_ipv4_mapped(gid)),

@@ -40,12 +40,13 @@ from clusterctl.facts.model import ParseWarning, TopoDevice, TopoLink, TopoMatri
 _WHAT = "nvidia-smi topo -m"
 #: One matrix cell. ``CNS`` etc. are p2p-matrix values some drivers also print here.
 _CELLS: tuple[str, ...] = ("X", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC", "CNS", "GNS", "TNS", "NS", "DR", "U")
-_CELL = r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|CNS|GNS|TNS|NS|DR|U"
+_CELL = "|".join((_CELLS[0], r"NV\d+", *_CELLS[1:]))
 _CELL_RE = re.compile(rf"(?:{_CELL})")
 _CELLS_RUN_TOGETHER = re.compile(rf"(?:{_CELL}){{2,}}")
 _LABEL = re.compile(r"(GPU\d+|NIC\d+|[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+)")
 _ROW_LABEL = re.compile(r"GPU\d+|NIC\d+|mlx\d_\w+|[a-z]+\d*_\d+")
-_LABELS_RUN_TOGETHER = re.compile(r"(?:GPU\d+|NIC\d+){2,}")
+_RUN_LABEL = re.compile(r"GPU\d+|NIC\d+")
+_LABELS_RUN_TOGETHER = re.compile(rf"(?:{_RUN_LABEL.pattern}){{2,}}")
 #: A CPU list as nvidia-smi prints it: ``0-55,112-167``, ``0,2,4``.
 _CPU_LIST = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
 #: Trailing header columns, in the order drivers print them.
@@ -67,17 +68,10 @@ def _is_cell_prefix(token: str) -> bool:
     return bool(token) and not _CELL_RE.fullmatch(token) and bool(_cell_candidates(token))
 
 
-def _split_cells(token: str) -> list[str]:
-    """One whitespace token as one or more cells (``SYSSYS`` -> ``SYS``, ``SYS``)."""
-    if _CELL_RE.fullmatch(token) or not _CELLS_RUN_TOGETHER.fullmatch(token):
-        return [token]
-    return _CELL_RE.findall(token)
-
-
-def _split_labels(token: str) -> list[str]:
-    if _LABELS_RUN_TOGETHER.fullmatch(token):
-        return re.findall(r"GPU\d+|NIC\d+", token)
-    return [token]
+def _split(token: str, one: re.Pattern[str], run: re.Pattern[str]) -> list[str]:
+    """One whitespace token as one or more cells or labels, fused by nvidia-smi's column overflow
+    (``SYSSYS`` -> ``SYS``, ``SYS``; ``NIC7NIC8`` -> ``NIC7``, ``NIC8``)."""
+    return one.findall(token) if not one.fullmatch(token) and run.fullmatch(token) else [token]
 
 
 def _cell_and_affinity(token: str) -> tuple[str, str] | None:
@@ -109,8 +103,8 @@ class _Header:
     clipped: bool = False
 
 
-def _is_header(tokens: list[str]) -> bool:
-    return bool(tokens) and tokens[0] == "GPU0" and (len(tokens) == 1 or tokens[1] != "X")
+#: The header row: it starts with ``GPU0``, and no ``X`` follows (that is the GPU0 row of a paste without a header).
+_HEADER = re.compile(r"^\s*GPU0(?!\S)(?!\s+X(?!\S))")
 
 
 def _parse_header(line: Line, warnings: list[ParseWarning]) -> _Header:
@@ -121,7 +115,7 @@ def _parse_header(line: Line, warnings: list[ParseWarning]) -> _Header:
     labels: list[str] = []
     clipped = False
     for position, token in enumerate(tokens):
-        for label in _split_labels(token):
+        for label in _split(token, _RUN_LABEL, _LABELS_RUN_TOGETHER):
             if _LABEL.fullmatch(label) and not clipped:
                 labels.append(label)
                 continue
@@ -185,7 +179,7 @@ def _parse_row(line: Line, total: int, columns: int | None = None) -> _Row:
         if len(row.cells) >= total or row.values:
             row.values.append(token)
             continue
-        split = _split_cells(token)
+        split = _split(token, _CELL_RE, _CELLS_RUN_TOGETHER)
         if all(_CELL_RE.fullmatch(cell) for cell in split):
             row.cells.extend(split[: total - len(row.cells)])
             continue
@@ -252,7 +246,7 @@ class _Reader:
         self.warnings.append(ParseWarning(message, line))
 
     def read(self) -> TopoMatrix:
-        header_index = next((i for i, line in enumerate(self.lines) if _is_header(line.tokens)), None)
+        header_index = next((i for i, line in enumerate(self.lines) if _HEADER.match(line.text)), None)
         if header_index is None:
             raise ParseError(_WHAT, "no header line starting with 'GPU0' found")
         header = _parse_header(self.lines[header_index], self.warnings)
@@ -519,9 +513,6 @@ class _Reader:
         return max(int(n) for n in re.findall(r"\d+", cpu)) > highest
 
 
-_HEADER_ANCHOR = re.compile(r"^\s*GPU0\b(?!\s+X\b)")
-
-
 def parse_topo(text: str) -> TopoMatrix:
     """Parse ``nvidia-smi topo -m`` output; see the module docstring for the variants.
 
@@ -529,8 +520,8 @@ def parse_topo(text: str) -> TopoMatrix:
     file) is read from that block; when there is no header at all, the error says what the input
     looked like instead."""
     lines = clean_lines(text)
-    if not any(_is_header(line.tokens) for line in lines):
-        block = comment_block(text, _HEADER_ANCHOR)
+    if not any(_HEADER.match(line.text) for line in lines):
+        block = comment_block(text, _HEADER)
         if block is None:
             raise ParseError(_WHAT, f"no header line starting with 'GPU0' found; {seen(text)}")
         lines = block

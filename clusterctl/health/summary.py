@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
-from clusterctl.facts.health_model import IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices, PciLink
+from clusterctl.facts.health_model import IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
 from clusterctl.facts.model import NVLinkStatus, RDMADevices, warnings_of
 from clusterctl.health.probe import HostProbe, parsers
+from clusterctl.plain_json import to_plain
 from clusterctl.survey.checks.host import MadeOnce
 
 
@@ -78,41 +80,29 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
     return facts
 
 
+#: Each GPU's facts after its index, in the report's order, and the ``GpuHealth`` field each holds: the field's
+#: name (``ecc.``: an ECC count, ``ecc_`` in the report), the current PCIe width kept as ``pcie_width``.
+_GPU_FACTS = {("pcie_width" if name == "pcie_width_current" else name.replace(".", "_")): attrgetter(name) for name in (
+    "name", "uuid", "ecc.volatile_uncorrectable", "ecc.volatile_correctable", "ecc.aggregate_uncorrectable",
+    "ecc.aggregate_correctable", "remapped_rows_uncorrectable", "remapped_rows_correctable", "remap_pending",
+    "remap_failure", "retired_pages_sbe", "retired_pages_dbe", "pcie_replays", "pcie_width_current",
+    "temperature_c", "power_limit_w", "clock_events_active", "ecc_mode", "minor_number", "notes", "unread",
+    "serial", "persistence_mode", "mig_mode", "retired_pages_pending", "slowdown_temp_c", "shutdown_temp_c",
+    "t_limit_margin_c", "memory_temperature_c", "memory_max_operating_temp_c", "power_draw_w", "pcie_gen_current",
+    "pcie_gen_max", "pcie_width_max", "reset_required", "drain_and_reset_recommended", "recovery_action",
+    "fabric_state", "fabric_status", "fabric_health_summary", "fabric_bandwidth", "fabric_route_recovery_in_progress",
+    "fabric_route_unhealthy", "fabric_access_timeout_recovery", "fabric_incorrect_configuration",
+    "channel_repair_pending", "tpc_repair_pending")}
+
+
 def _gpus(smi: NvidiaSmiQuery) -> dict[str, Any]:
-    return {
-        g.bus_id: {
-            "index": g.index if g.index_known else None, "name": g.name, "uuid": g.uuid,
-            "ecc_volatile_uncorrectable": g.ecc.volatile_uncorrectable,
-            "ecc_volatile_correctable": g.ecc.volatile_correctable,
-            "ecc_aggregate_uncorrectable": g.ecc.aggregate_uncorrectable,
-            "ecc_aggregate_correctable": g.ecc.aggregate_correctable,
-            "remapped_rows_uncorrectable": g.remapped_rows_uncorrectable,
-            "remapped_rows_correctable": g.remapped_rows_correctable,
-            "remap_pending": g.remap_pending, "remap_failure": g.remap_failure,
-            "retired_pages_sbe": g.retired_pages_sbe, "retired_pages_dbe": g.retired_pages_dbe,
-            "pcie_replays": g.pcie_replays, "pcie_width": g.pcie_width_current,
-            "temperature_c": g.temperature_c, "power_limit_w": g.power_limit_w,
-            "clock_events_active": list(g.clock_events_active),
-            "ecc_mode": g.ecc_mode, "minor_number": g.minor_number,
-            "notes": list(g.notes), "unread": list(g.unread),
-            "serial": g.serial, "persistence_mode": g.persistence_mode, "mig_mode": g.mig_mode,
-            "retired_pages_pending": g.retired_pages_pending,
-            "slowdown_temp_c": g.slowdown_temp_c, "shutdown_temp_c": g.shutdown_temp_c,
-            "t_limit_margin_c": g.t_limit_margin_c, "memory_temperature_c": g.memory_temperature_c,
-            "memory_max_operating_temp_c": g.memory_max_operating_temp_c, "power_draw_w": g.power_draw_w,
-            "pcie_gen_current": g.pcie_gen_current, "pcie_gen_max": g.pcie_gen_max, "pcie_width_max": g.pcie_width_max,
-            "reset_required": g.reset_required, "drain_and_reset_recommended": g.drain_and_reset_recommended,
-            "recovery_action": g.recovery_action,
-            "fabric_state": g.fabric_state, "fabric_status": g.fabric_status,
-            "fabric_health_summary": g.fabric_health_summary, "fabric_bandwidth": g.fabric_bandwidth,
-            "fabric_route_recovery_in_progress": g.fabric_route_recovery_in_progress,
-            "fabric_route_unhealthy": g.fabric_route_unhealthy,
-            "fabric_access_timeout_recovery": g.fabric_access_timeout_recovery,
-            "fabric_incorrect_configuration": g.fabric_incorrect_configuration,
-            "channel_repair_pending": g.channel_repair_pending, "tpc_repair_pending": g.tpc_repair_pending,
-        }
-        for g in smi.gpus
-    }
+    return {g.bus_id: {"index": g.index if g.index_known else None,
+                       **{key: to_plain(read(g)) for key, read in _GPU_FACTS.items()}} for g in smi.gpus}
+
+
+def _fields(item: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """These fields of ``item`` as plain JSON values, by name."""
+    return {name: to_plain(getattr(item, name)) for name in names}
 
 
 def _kernel_events(kernel: KernelLog) -> dict[str, dict[str, Any]]:
@@ -151,8 +141,7 @@ def _ib_links(rdma: RDMADevices) -> dict[str, Any]:
 
 
 def _ib_devices(rdma: RDMADevices) -> dict[str, Any]:
-    return {d.hca: {"fw_version": d.fw_version, "node_guid": d.node_guid, "board_id": d.board_id,
-                    "ca_type": d.ca_type} for d in rdma}
+    return {d.hca: _fields(d, ("fw_version", "node_guid", "board_id", "ca_type")) for d in rdma}
 
 
 def _ib_counters(counters: IBCounters) -> dict[str, Any]:
@@ -166,11 +155,7 @@ def _acs_redirect_bridges(pci: PciDevices) -> list[str]:
 def _pci_devices(pci: PciDevices) -> dict[str, Any]:
     """The devices health judges: GPUs, NICs and the bridges above them (an 8-GPU host's lspci lists ~500
     devices, USB and SATA controllers among them, which have no bearing on the GPUs' and NICs' paths)."""
-    def link(found: PciLink | None) -> dict[str, Any] | None:
-        return None if found is None else {"speed_gts": found.speed_gts, "width": found.width}
-    return {d.address: {"device_class": d.device_class, "description": d.description, "port_type": d.port_type,
-                        "link_cap": link(d.link_cap), "link_status": link(d.link_status),
-                        "speed_downgraded": d.speed_downgraded, "width_downgraded": d.width_downgraded,
-                        "acs_control": d.acs_control, "secondary_bus": d.secondary_bus,
-                        "subordinate_bus": d.subordinate_bus, "access_denied": d.access_denied}
+    return {d.address: _fields(d, ("device_class", "description", "port_type", "link_cap", "link_status",
+                                   "speed_downgraded", "width_downgraded", "acs_control", "secondary_bus",
+                                   "subordinate_bus", "access_denied"))
             for d in pci.devices if d.is_bridge or d.is_gpu or d.is_nic}

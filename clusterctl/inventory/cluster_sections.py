@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from clusterctl.errors import BadValue, UsageError
 from clusterctl.inventory import values
-from clusterctl.inventory.pins import CHART_PINS, CNI_PINS
+from clusterctl.inventory.pins import CHART_PINS, CNI_PINS, ChartSource
 from clusterctl.inventory.values import did_you_mean, fields_hint, one_of_hint
 
 #: The site's own: ``network.cni: none`` (a CNI the site installs itself: Cilium, a vendor's) and
@@ -27,19 +27,6 @@ CNI_NAMES: tuple[str, ...] = ("calico", "flannel", SITE_OWN)
 ADDON_MODES: tuple[str, ...] = ("device-plugin", "gpu-operator", SITE_OWN)
 AddonMode = Literal["device-plugin", "gpu-operator", "none"]
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ChartSource:
-    """Where one Helm chart comes from: its repository, or a local archive for air-gapped sites."""
-
-    release: str
-    chart: str
-    version: str
-    repository: str
-    namespace: str
-    #: A ``.tgz`` on the control machine (copied to the host running Helm); wins over ``repository``.
-    archive: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,8 +188,7 @@ def check_network(section: Any, where: str) -> NetworkSettings:
 
 
 def _charts(data: Mapping[str, Any], where: str) -> dict[str, ChartSource]:
-    charts = {name: ChartSource(pin.release, pin.chart, pin.version, pin.repository, pin.namespace)
-              for name, pin in CHART_PINS.items()}
+    charts = dict(CHART_PINS)
     for release, body in data.items():
         sub = f"{where}.{release}"
         if release not in charts:

@@ -27,12 +27,8 @@ def rdma_link_layer(fabric: str | None) -> str:
 
 def rdma_fabric_of(link_layer: str) -> FabricType | None:
     """The fabric an RDMA port's link layer means: ``InfiniBand`` -> ``ib``, ``Ethernet`` -> ``roce``."""
-    layer = link_layer.strip().lower()
-    if layer == INFINIBAND.lower():
-        return "ib"
-    if layer == ETHERNET.lower():
-        return "roce"
-    return None
+    fabrics: dict[str, FabricType] = {INFINIBAND.lower(): "ib", ETHERNET.lower(): "roce"}
+    return fabrics.get(link_layer.strip().lower())
 
 
 __all__ = ["ETHERNET", "INFINIBAND", "LINK_LAYER_OF_FABRIC", "link_layer_of", "rdma_fabric_of", "rdma_link_layer"]

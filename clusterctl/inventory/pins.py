@@ -67,36 +67,41 @@ PUBLISHED: tuple[PublishedLine, ...] = (
 
 
 @dataclass(frozen=True)
-class ChartPin:
+class ChartSource:
+    """Where one Helm chart comes from: its repository, or a local archive for air-gapped sites. The pins
+    below, as the inventory's ``bootstrap.addons.charts`` changes them (``cluster_sections``)."""
+
     #: Helm release name clusterctl installs it under (also the key in the inventory).
     release: str
     chart: str
     version: str
     repository: str
     namespace: str
-    #: Where the version was read.
-    source: str
+    #: Where the pinned version was read.
+    source: str = ""
+    #: A ``.tgz`` on the control machine (copied to the host running Helm); wins over ``repository``.
+    archive: str | None = None
 
 
-CHART_PINS: dict[str, ChartPin] = {
+CHART_PINS: dict[str, ChartSource] = {
     pin.release: pin
     for pin in (
-        ChartPin(
+        ChartSource(
             "nvidia-device-plugin", "nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin",
             "nvidia-device-plugin", "github.com/NVIDIA/k8s-device-plugin/releases v0.20.0 (2026-08-19)",
         ),
-        ChartPin(
+        ChartSource(
             "node-feature-discovery", "node-feature-discovery", "0.19.0",
             "https://kubernetes-sigs.github.io/node-feature-discovery/charts", "node-feature-discovery",
             "github.com/kubernetes-sigs/node-feature-discovery/releases v0.19.0 (the chart the device plugin "
             "0.20.0 depends on)",
         ),
-        ChartPin(
+        ChartSource(
             "dcgm-exporter", "dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts",
             "dcgm-exporter", "github.com/NVIDIA/dcgm-exporter deployment/Chart.yaml 4.8.2 (2026-05-06, image "
             "4.5.3-4.8.2; etc/default-counters.csv unchanged since chart 4.6.0)",
         ),
-        ChartPin(
+        ChartSource(
             "gpu-operator", "gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia", "gpu-operator",
             "docs.nvidia.com/datacenter/cloud-native/gpu-operator release notes v26.7.0 (2026-08-20)",
         ),

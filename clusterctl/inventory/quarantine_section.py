@@ -82,12 +82,10 @@ def _count(value: Any, what: str, low: int = 1, *, high: int | None = None) -> i
     return value
 
 
-def _steps(value: Any, what: str) -> tuple[str, ...]:
-    steps = values.text_list(value, what)
-    for step in steps:
-        if step not in HEAL_STEPS:
-            raise values.BadValue(f"{what}: {step!r} is not a step", hint=values.one_of_hint(step, HEAL_STEPS))
-    return tuple(steps)
+def _step(step: str, what: str) -> str:
+    if step not in HEAL_STEPS:
+        raise values.BadValue(f"{what}: {step!r} is not a step", hint=values.one_of_hint(step, HEAL_STEPS))
+    return step
 
 
 def read_heal(r: NodeReader, node: Node, field: str) -> HealConfig:
@@ -119,7 +117,8 @@ def _chains(raw: Any) -> dict[str, tuple[str, ...]]:
     if not isinstance(raw, dict):
         raise values.BadValue("chains must map finding codes or alert names to lists of steps",
                               hint="e.g. chains: {GPUFellOffTheBus: [power-cycle]}")
-    return {str(code): _steps(steps, f"chains.{code}") for code, steps in raw.items()}
+    return {str(code): tuple(_step(step, f"chains.{code}") for step in values.text_list(steps, f"chains.{code}"))
+            for code, steps in raw.items()}
 
 
 def _timeouts(raw: Any) -> dict[str, float]:
@@ -127,7 +126,5 @@ def _timeouts(raw: Any) -> dict[str, float]:
         raise values.BadValue("timeouts must map steps to seconds", hint="e.g. timeouts: {reboot: 600}")
     timeouts: dict[str, float] = {}
     for step, seconds in raw.items():
-        if str(step) not in HEAL_STEPS:
-            raise values.BadValue(f"timeouts: {step!r} is not a step", hint=values.one_of_hint(str(step), HEAL_STEPS))
-        timeouts[str(step)] = values.positive_number(seconds, f"timeouts.{step}")
+        timeouts[_step(str(step), "timeouts")] = values.positive_number(seconds, f"timeouts.{step}")
     return timeouts

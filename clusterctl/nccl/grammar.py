@@ -7,10 +7,10 @@ parse stops at the first non-digit) and "abc" is 0. Messages say what NCCL will 
 from __future__ import annotations
 
 import difflib
-import ipaddress
 import re
 from dataclasses import dataclass
 
+from clusterctl.inventory.values import ip_literal
 from clusterctl.nccl.knowledge import VariableInfo
 from clusterctl.nccl.versions import NcclVersion
 
@@ -234,9 +234,8 @@ def _check_cidr(info: VariableInfo, value: str, version: NcclVersion | None) -> 
     if not slash:
         return [invalid(f"{name}={value} has no '/mask': NCCL ignores the range and considers every GID",
                         f"write one range such as {name}={address or '10.0.0.0'}/16")]
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
+    ip = ip_literal(address)
+    if ip is None:
         return [invalid(f"{name}={value}: {address!r} is not an IP address; NCCL ignores the range",
                         "write one range such as 10.0.0.0/16")]
     mask, rest = strtoll(mask_text)

@@ -34,8 +34,9 @@ def lint_settings(
     nvlink: bool | None = None,
     gpu_nic_links: Iterable[str] | None = None,
     torch_version: str | None = None,
+    notes: Iterable[Finding] = (),
 ) -> list[Finding]:
-    """Everything worth saying about ``settings``, ordered by file, line and variable.
+    """Everything worth saying about ``settings``, and ``notes`` on their files, ordered by file, line and variable.
 
     ``fabric`` (ib | roce | ethernet), ``nvlink`` (whether the hosts have NVLink) and
     ``gpu_nic_links`` (for every surveyed GPU, the ``nvidia-smi topo -m`` class to its nearest
@@ -46,7 +47,7 @@ def lint_settings(
     kb = knowledge_base()
     torch = _torch_series(torch_version)
     version = parse_version(nccl_version) if isinstance(nccl_version, str) else nccl_version
-    findings: list[Finding] = []
+    findings = list(notes)
     assigned = {(s.file, s.scope, s.name) for s in settings if s.origin != PASSTHROUGH}
     for setting in settings:
         if setting.origin == PASSTHROUGH and (setting.file, setting.scope, setting.name) in assigned:

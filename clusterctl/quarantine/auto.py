@@ -18,7 +18,6 @@ from clusterctl.quarantine.run import HostQuarantine, QuarantineRequest, quarant
 from clusterctl.quarantine.status import quarantined_nodes
 
 if TYPE_CHECKING:
-    from clusterctl.changes import Gate
     from clusterctl.fanout import Runner
     from clusterctl.inventory.model import Inventory
 
@@ -34,29 +33,21 @@ class PolicyRun:
         return {"decisions": [d.to_json() for d in self.decisions], "results": [r.to_json() for r in self.results]}
 
 
-def quarantine_by_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], gate: Gate, *,
-                         max_unavailable: str | None = None, drain: DrainOptions | None = None) -> PolicyRun:
-    """Decide for every host of ``verdicts``; quarantine (gate in record mode: only plan) those that act."""
-    already = [n.host for n in quarantined_nodes(runner, inventory)]
-    decisions = decide(health_wanted(verdicts, inventory.quarantine), out_of_service=already,
-                       limit=cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts)))
-    run = PolicyRun(decisions, applied=gate.apply)
-    by_name = {h.name: h for h in inventory.hosts}
-    for action in (Action.DRAIN, Action.QUARANTINE):
-        chosen = [d for d in decisions if d.action is action and d.host in by_name]
-        for decision in chosen:  # one request per host: each carries its own codes and reason
-            request = QuarantineRequest(reason=decision.reason, codes=decision.codes, drain=action is Action.DRAIN,
-                                        drain_options=drain or DrainOptions())
-            run.results += quarantine_hosts(runner, inventory, [by_name[decision.host]], request, gate)
-    return run
-
-
 def run_policy(runner: Runner, inventory: Inventory, verdicts: Sequence[HostVerdict], *, apply: bool,
                max_unavailable: str | None = None, state_dir: str | None = None,
                drain: DrainOptions | None = None) -> tuple[PolicyRun, str | None]:
-    """``health --quarantine``: the decisions and the quarantine of those that act, through the engine's
-    journaled gate (a plan without ``apply``); the run and its undo journal."""
+    """``health --quarantine``: decide for every host of ``verdicts`` and quarantine those that act, through the
+    engine's journaled gate (a plan without ``apply``: nothing is changed); the run and its undo journal."""
     with journaled_gate("health-quarantine", inventory, apply=apply, state_dir=state_dir) as step:
-        run = quarantine_by_policy(runner, inventory, verdicts, step.gate, max_unavailable=max_unavailable,
-                                   drain=drain)
+        already = [n.host for n in quarantined_nodes(runner, inventory)]
+        decisions = decide(health_wanted(verdicts, inventory.quarantine), out_of_service=already,
+                           limit=cap(max_unavailable or inventory.quarantine.max_unavailable, len(inventory.hosts)))
+        run = PolicyRun(decisions, applied=apply)
+        by_name = {h.name: h for h in inventory.hosts}
+        for action in (Action.DRAIN, Action.QUARANTINE):
+            chosen = [d for d in decisions if d.action is action and d.host in by_name]
+            for decision in chosen:  # one request per host: each carries its own codes and reason
+                request = QuarantineRequest(reason=decision.reason, codes=decision.codes,
+                                            drain=action is Action.DRAIN, drain_options=drain or DrainOptions())
+                run.results += quarantine_hosts(runner, inventory, [by_name[decision.host]], request, step.gate)
     return run, step.journal

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from clusterctl.cluster_access import read_nodes, reason
 from clusterctl.errors import ClusterctlError
 from clusterctl.facts.kube_nodes import KubeNode
+from clusterctl.fanout.outcomes import failure_from
 from clusterctl.quarantine import node_ops
 from clusterctl.quarantine.cluster_lease import ClusterLease, Hold
 from clusterctl.quarantine.policy import Action, Wanted, decide
@@ -139,7 +140,7 @@ class Marker:
                 retry = []
                 for item in batch:
                     if not item.verdict:
-                        item.verdict, item.why = "failed", f"{type(exc).__name__}: {exc}"
+                        item.verdict, item.why = "failed", failure_from(exc).message
             for item in batch:
                 if not item.verdict and self._stopping.is_set():
                     item.verdict, item.why = "failed", STOPPING

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from clusterctl.changes import Gate
 from clusterctl.engine.journaled import journaled_gate
 from clusterctl.errors import ClusterctlError, Interrupted
+from clusterctl.fanout.outcomes import failure_from
 from clusterctl.quarantine import webhook_server
 from clusterctl.quarantine.cluster_lease import ClusterLease
 from clusterctl.quarantine.cluster_marker import Marker, MarkRequest
@@ -215,7 +216,7 @@ class Remediator:
                     self._runners.discard(runner)
 
     def _crashed(self, host: str, wanted: PendingHost, exc: Exception) -> None:
-        self._say(host=host, alert=",".join(wanted.alerts), decision="failed", why=f"{type(exc).__name__}: {exc}")
+        self._say(host=host, alert=",".join(wanted.alerts), decision="failed", why=failure_from(exc).message)
 
     def _work(self, name: str, wanted: PendingHost) -> None:
         """One host's work: the verdict under the cluster's Lease, then the rest of the quarantine, through the

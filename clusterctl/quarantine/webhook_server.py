@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import json
 import os
 import socket
@@ -58,12 +57,9 @@ class ListenAddress:
 
     @property
     def loopback(self) -> bool:
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False  # a name: whatever it resolves to may be reachable from elsewhere
+        # A name other than localhost is not: whatever it resolves to may be reachable from elsewhere.
+        ip = values.ip_literal(self.host)
+        return self.host == "localhost" or (ip is not None and ip.is_loopback)
 
     def url(self, port: int, *, tls: bool = False) -> str:
         """The webhook's URL on ``port`` (the one bound: ``--listen :0`` asks for any)."""

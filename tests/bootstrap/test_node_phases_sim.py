@@ -159,3 +159,22 @@ def test_a_stopped_containerd_with_the_right_config_is_started(lab: Lab) -> None
     assert [c.summary for c in result.changes] == ["start containerd (it was inactive)"]
     assert node.run("systemctl is-active containerd").stdout.strip() == "active"
     assert statuses(report, "gpu-a1") == {"containerd": Status.OK}
+
+
+def test_containerds_sandbox_image_comes_from_the_image_repository_the_artifacts_list_names(lab: Lab) -> None:
+    """An air-gapped site that moves kubeadm's images (``image_repository``) gets containerd's sandbox
+    image from there too, the pause image ``bootstrap artifacts`` tells it to mirror (kubeadm's preflight
+    warns of any other); not registry.k8s.io, which the site cannot reach."""
+    from clusterctl.bootstrap.artifacts import artifact_list
+    from clusterctl.bootstrap.containerd_config import CONFIG_PATH
+
+    bootstrap = dataclasses.replace(lab.inventory.bootstrap, image_repository="mirror.site:5000/k8s")
+    lab.inventory = dataclasses.replace(lab.inventory, bootstrap=bootstrap)
+    chosen = [p for p in all_phases() if p.name == "containerd"]
+    with Runner(lambda host, _t: MockTransport(host), parallel=8, timeout_s=60) as runner:
+        plan = run_bootstrap(lab.inventory, lab.hosts[:1], runner, chosen, RunSettings(apply=False))
+    config = next(c for r in plan.results for c in r.changes if c.path == CONFIG_PATH)
+    images = parse_toml((config.content or b"").decode(), CONFIG_PATH)["plugins"]["io.containerd.cri.v1.images"]
+    pause = [a.reference for a in artifact_list(lab.inventory, lab.hosts).artifacts if "/pause:" in a.name + ":"]
+    assert images["pinned_images"]["sandbox"].startswith("mirror.site:5000/k8s/pause:")
+    assert pause == [images["pinned_images"]["sandbox"]]

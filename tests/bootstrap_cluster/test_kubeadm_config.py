@@ -31,11 +31,11 @@ def check_v1beta4(text: str) -> list[dict[str, Any]]:
 
 def test_init_config_follows_v1beta4_with_list_shaped_extra_args_and_timeouts() -> None:
     inv = make_inventory(control_planes=3, workers=2)
-    text = kubeadm.render_init_config(make_settings(), inv.hosts[0], inv, api_server_args={"audit-log-maxage": "30"})
+    text = kubeadm.render_init_config(make_settings(), inv.hosts[0], inv)
     cluster, init, kubelet = check_v1beta4(text)
     assert cluster["kubernetesVersion"] == "v1.36.2"
     assert cluster["networking"] == {"podSubnet": "10.244.0.0/16", "serviceSubnet": "10.96.0.0/12"}
-    assert {"name": "audit-log-maxage", "value": "30"} in cluster["apiServer"]["extraArgs"]
+    assert {"name": "allocate-node-cidrs", "value": "true"} in cluster["controllerManager"]["extraArgs"]
     assert set(cluster["apiServer"]["certSANs"]) >= {"cp1", "cp2", "cp3", "10.0.0.2"}
     assert init["nodeRegistration"]["taints"] == [{"key": "node-role.kubernetes.io/control-plane",
                                                    "effect": "NoSchedule"}]

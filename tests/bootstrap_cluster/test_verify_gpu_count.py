@@ -63,12 +63,13 @@ def test_the_closing_line_says_what_is_offered_as_it_is(monkeypatch: pytest.Monk
     """8 whole GPUs and 8 A100s cut into 7 instances each under ``mixed``: 56 instances are not 56 GPUs."""
     mixed = _node({"nvidia.com/mig-1g.5gb": "56"}, "nvidia-mig-k8s-mixed-labels.json")
     nodes = {"gpu-a1": _node({"nvidia.com/gpu": "8"}), "gpu-m1": replace(mixed, name="gpu-m1")}
-    answers = {"api_ready": True, "settle_s": 0.0, "nodes": list(nodes.values()), "run_hosts": list(nodes)}
+    answers = {"api_ready": True, "settle_s": 0.0, "run_hosts": list(nodes)}
     for name, value in answers.items():
         monkeypatch.setattr(verify.cc, name, lambda *args, value=value: value)
+    monkeypatch.setattr(verify, "read_nodes", lambda reader: nodes)
     monkeypatch.setattr(verify, "_node_findings", lambda ctx, nodes: [])
     monkeypatch.setattr(verify, "_gpu_pod", lambda ctx, node, offered: None)
-    ctx: Any = SimpleNamespace(host=SimpleNamespace(name="cp1"), inventory=SimpleNamespace(
+    ctx: Any = SimpleNamespace(host=SimpleNamespace(name="cp1"), reader=None, inventory=SimpleNamespace(
         host=lambda name: SimpleNamespace(gpus=True)))
     (works,) = verify.Verify().verify(ctx)
     assert works.message.startswith("works: 2 node(s) Ready, 8 GPU(s), 56 MIG instance(s) (mixed) allocatable, "

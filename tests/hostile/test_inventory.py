@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.hostlist import HostListError, expand
+from clusterctl.errors import BadValue
+from clusterctl.hostlist import expand
 from clusterctl.inventory.ansible import MAX_RANGE_HOSTS
 from clusterctl.inventory.loader import load_inventory
 
@@ -99,7 +100,7 @@ def test_ad_hoc_host_lists_expand_like_pdsh_and_ansible(spec: str, names: list[s
 
 @pytest.mark.parametrize("spec", ["gpu[1-", "gpu[a-b]", "gpu[5-1]", "gpu[1-99999999]"])
 def test_broken_host_lists_are_refused(spec: str) -> None:
-    with pytest.raises(HostListError):
+    with pytest.raises(BadValue):
         expand(spec)
 
 

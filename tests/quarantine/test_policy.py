@@ -145,9 +145,8 @@ def test_the_inventory_section_is_read_and_checked(tmp_path: Path) -> None:
 def test_the_policy_quarantines_through_the_cluster_and_a_plan_changes_nothing(tmp_path: Path) -> None:
     from kube_sim import KubeSim
 
-    from clusterctl.changes import Gate
     from clusterctl.fanout import Runner
-    from clusterctl.quarantine.auto import quarantine_by_policy
+    from clusterctl.quarantine.auto import run_policy
     from clusterctl.transport.factory import ConnectOptions, make_connector
 
     sim = KubeSim(tmp_path, names=["gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5"])
@@ -155,11 +154,15 @@ def test_the_policy_quarantines_through_the_cluster_and_a_plan_changes_nothing(t
     inventory = load_inventory(str(sim.inventory))
     before = sim.snapshot()
     with Runner(make_connector(ConnectOptions()), parallel=8, timeout_s=60) as runner:
-        plan = quarantine_by_policy(runner, inventory, fleet(), Gate(apply=False), max_unavailable="2")
+        plan, journal = run_policy(runner, inventory, fleet(), apply=False, max_unavailable="2",
+                                   state_dir=str(tmp_path))
+        assert journal is None
         assert sim.snapshot() == before
         assert [(d.host, d.action) for d in plan.decisions
                 if d.action in (Action.DRAIN, Action.QUARANTINE)] == [("gpu-1", "drain"), ("gpu-2", "drain")]
-        done = quarantine_by_policy(runner, inventory, fleet(), Gate(apply=True), max_unavailable="2")
+        done, journal = run_policy(runner, inventory, fleet(), apply=True, max_unavailable="2",
+                                   state_dir=str(tmp_path))
+        assert journal is not None
     assert all(r.ok for r in done.results) and len(done.results) == 2
     taint = sim.node("gpu-1")["spec"]["taints"][0]
     assert taint == {"key": "clusterctl.dev/unhealthy", "value": "GPU_XID", "effect": "NoSchedule"}

@@ -302,3 +302,14 @@ def test_work_that_asks_for_its_runner_after_the_stop_began_gets_none(sim: KubeS
     assert on_node and [p for p in sim.pods_on("gpu-03") if p.startswith("default/web-")] == on_node
     (last,) = [d for d in decisions(log) if d.get("host") == "gpu-03"]
     assert last["decision"] == "failed" and "receiver stopped in the middle" in last["why"], last
+
+
+def test_work_that_cannot_start_is_logged_in_words_not_python_class_names(sim: KubeSim) -> None:
+    """The undo journal's folder cannot be made (a file stands in its place): the host's work fails, logged as
+    clusterctl's own error says it, without the exception's class name."""
+    receiver, log = remediator(sim)
+    (sim.root / "undo").write_text("not a folder\n")
+    assert handled(receiver, payload(("GPUFellOffTheBus", "gpu-03"))) == 200
+    (failed,) = [d for d in decisions(log) if d.get("host") == "gpu-03"]
+    assert failed["decision"] == "failed" and "cannot make the undo journal's folder" in failed["why"], failed
+    assert "Error" not in failed["why"], failed

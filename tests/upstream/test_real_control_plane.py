@@ -34,6 +34,7 @@ from clusterctl.bootstrap.cluster.settings import ClusterSettings, cluster_setti
 from clusterctl.bootstrap.cluster.topology_labels import topology_labels
 from clusterctl.bootstrap.phases import cluster_common
 from clusterctl.bootstrap.phases.verify import _node_findings
+from clusterctl.cluster_access import read_nodes
 from clusterctl.findings import Severity
 from clusterctl.inventory.loader import load_inventory
 from clusterctl.saved_survey import load_saved_survey
@@ -258,8 +259,8 @@ def label_nodes_as_nfd_would(cluster: Cluster) -> None:
 def wait_ready(cluster: Cluster, deadline_s: float = 60) -> None:
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
-        nodes = cluster_common.nodes(cluster.context())
-        if len(nodes) == len(cluster.inventory.hosts) and all(n.ready for n in nodes):
+        nodes = read_nodes(cluster.context().reader)
+        if len(nodes) == len(cluster.inventory.hosts) and all(n.ready for n in nodes.values()):
             return
         time.sleep(1)
     pytest.fail(f"kwok did not make the nodes Ready: {cluster.plane.log_tail('kwok')}")
@@ -269,7 +270,7 @@ def test_verify_reads_the_real_nodes_and_finds_them_ready_with_their_gpus(contro
     wait_ready(control_plane)
     label_nodes_as_nfd_would(control_plane)
     ctx = control_plane.context()
-    nodes = {n.name: n for n in cluster_common.nodes(ctx)}
+    nodes = read_nodes(ctx.reader)
     assert {n.allocatable_gpus for n in nodes.values()} == {GPUS_PER_NODE}
     assert cluster_common.api_ready(ctx)
     findings = _node_findings(ctx, nodes)
@@ -278,7 +279,7 @@ def test_verify_reads_the_real_nodes_and_finds_them_ready_with_their_gpus(contro
     patch = json.dumps({"status": {"allocatable": {"nvidia.com/gpu": str(GPUS_PER_NODE - 1)}}})
     done = control_plane.plane.kubectl(f"patch node gpu-b2 --subresource=status --type=merge -p {patch!r}")
     assert done.returncode == 0, done.stderr
-    findings = [f for f in _node_findings(ctx, {n.name: n for n in cluster_common.nodes(ctx)})
+    findings = [f for f in _node_findings(ctx, read_nodes(ctx.reader))
                 if f.severity is Severity.ERROR]
     assert [(f.code, f.host) for f in findings] == [("GPU_ALLOCATABLE_MISMATCH", "gpu-b2")]
     assert re.search(r"offers 7 nvidia.com/gpu", findings[0].message)

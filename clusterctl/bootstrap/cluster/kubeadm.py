@@ -107,7 +107,6 @@ def render_init_config(
     *,
     token: Secret | None = None,
     certificate_key: Secret | None = None,
-    api_server_args: dict[str, str] | None = None,
 ) -> str:
     """ClusterConfiguration + InitConfiguration + KubeletConfiguration for the first control plane.
 
@@ -124,8 +123,6 @@ def render_init_config(
         pod_subnet=settings.pod_subnet,
         service_subnet=settings.service_subnet,
         cert_sans=sans,
-        api_server_args=sorted((api_server_args or {}).items()),
-        controller_manager_args=[],
         taints=control_plane_taints(host),
         token=token.reveal() if token is not None else None,
         token_ttl=JOIN_TOKEN_TTL,

@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clusterctl.changes import MAKES_IN_CLUSTER, STAYS_IN_CLUSTER, Change, ChangeKind, make_folders
-from clusterctl.cluster_access import read_nodes
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG, kubectl
-from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.saved_survey import SavedSurvey, load_saved_survey
 from clusterctl.transport.base import CommandResult
 
@@ -87,10 +85,6 @@ def with_folders(ctx: PhaseContext, changes: list[Change], folders: Sequence[str
 def api_ready(ctx: PhaseContext) -> bool:
     result = ctx.reader.run(kubectl("get --raw /readyz"), sudo=True, timeout=30)
     return result.ok and result.stdout.strip() == "ok"
-
-
-def nodes(ctx: PhaseContext) -> list[KubeNode]:
-    return list(read_nodes(ctx.reader).values())
 
 
 def settle_s(ctx: PhaseContext, default: float) -> float:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from clusterctl.bootstrap import matrix
-from clusterctl.bootstrap.cluster.kubeadm_images import TAGS_BY_MINOR
+from clusterctl.bootstrap.cluster.kubeadm_images import DEFAULT_REPOSITORY, TAGS_BY_MINOR
 from clusterctl.bootstrap.containerd_config import (
     DropinProblem,
     WantedContainerd,
@@ -66,14 +66,16 @@ class ContainerdState:
 
 
 def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
-    if ctx.inventory.bootstrap.sandbox_image:
-        return ctx.inventory.bootstrap.sandbox_image
-    if facts.kubeadm_pause:
-        return facts.kubeadm_pause
-    # Not installed yet to say it: kubeadm's own pause for the pinned minor (``kubeadm_images``).
+    bootstrap = ctx.inventory.bootstrap
+    if bootstrap.sandbox_image:
+        return bootstrap.sandbox_image
+    # The installed kubeadm's pause; before it is installed, kubeadm's for the pinned minor (``kubeadm_images``).
     version = matrix.parse_version(ctx.host.stack.kubernetes or "")
     tags = TAGS_BY_MINOR.get(version[1]) if version and version[0] == 1 else None
-    return f"registry.k8s.io/pause:{tags.pause if tags else '3.10.1'}"
+    pause = facts.kubeadm_pause or f"{DEFAULT_REPOSITORY}/pause:{tags.pause if tags else '3.10.1'}"
+    # Under the site's image_repository, as kubeadm names its images there (its preflight warns of another).
+    repository = bootstrap.image_repository
+    return f"{repository.rstrip('/')}/{pause.rsplit('/', 1)[-1]}" if repository else pause
 
 
 def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:

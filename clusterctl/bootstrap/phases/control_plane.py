@@ -33,7 +33,7 @@ from clusterctl.changes import (
     GateRecord,
     HostGate,
 )
-from clusterctl.facts.kube_nodes import KubeNode
+from clusterctl.cluster_access import read_nodes
 from clusterctl.findings import Finding, Severity
 from clusterctl.secret import Secret
 from clusterctl.transport.base import FailureKind, TransportError
@@ -49,15 +49,9 @@ class ControlPlaneState:
     #: kubeadm has run here (init on the first host, join on the others).
     joined: bool = False
     api_ready: bool = False
-    nodes: list[KubeNode] | None = None
     ca_pem: bytes | None = None
     #: Inventory hosts of this run that are not nodes yet (first host only).
     pending: list[str] = field(default_factory=list)
-
-
-def _pending(ctx: PhaseContext, nodes: list[KubeNode] | None) -> list[str]:
-    known = {n.name for n in nodes or []}
-    return [name for name in cc.run_hosts(ctx) if name not in known]
 
 
 def _join_change(ctx: PhaseContext, *, control_plane: bool) -> Change:
@@ -129,8 +123,8 @@ class ControlPlane(Phase[ControlPlaneState]):
             state.joined = True
             state.api_ready = cc.api_ready(ctx)
             if state.api_ready:
-                state.nodes = cc.nodes(ctx)
-                state.pending = _pending(ctx, state.nodes)
+                nodes = read_nodes(ctx.reader)
+                state.pending = [name for name in cc.run_hosts(ctx) if name not in nodes]
             state.ca_pem = ctx.reader.get(kubeadm.CA_CERT, sudo=True)
         return state
 

@@ -18,6 +18,7 @@ from clusterctl.bootstrap.cluster.topology_labels import topology_labels
 from clusterctl.bootstrap.phase import ClusterWidePhase, PhaseContext
 from clusterctl.bootstrap.phases import cluster_common as cc
 from clusterctl.changes import Change, ChangeFailed
+from clusterctl.cluster_access import read_nodes
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
@@ -120,7 +121,7 @@ class Verify(ClusterWidePhase[bool]):
         # its pod starts: give the cluster time to converge before calling a node broken.
         deadline = time.monotonic() + cc.settle_s(ctx, 180.0)
         while True:
-            nodes = {n.name: n for n in cc.nodes(ctx)}
+            nodes = read_nodes(ctx.reader)
             problems = _node_findings(ctx, nodes)
             # Waiting helps a node that is converging, never one that dropped out of the run before
             # joining: such a node is reported at once, and only the others are waited for.

@@ -134,7 +134,7 @@ def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
         gpu_indices=tuple(d.index for d in matrix.gpus) if matrix else tuple(g.index for g in facts.gpus or ()),
         nics=nics_from_facts(facts.rdma, matrix, facts.netdev),
         netdevs=netdevs,
-        nvswitch=_is_nvswitch(matrix),
+        nvswitch=matrix is not None and build_topology(matrix).shape == Shape.NVSWITCH,
         **_declared_fabric(host),
     )
 
@@ -146,12 +146,6 @@ def _declared_fabric(host: Host | None) -> dict[str, Any]:
     fabric = host.fabric
     return {"fabric": fabric.type, "expected_hcas": fabric.hcas, "expected_rate_gbps": fabric.rate_gbps,
             "rail_optimized": fabric.rail_optimized}
-
-
-def _is_nvswitch(matrix: TopoMatrix | None) -> bool:
-    if matrix is None:
-        return False
-    return build_topology(matrix).shape == Shape.NVSWITCH
 
 
 # --- saved survey (clusterctl survey --save FILE) ---------------------------------------------
