@@ -22,19 +22,23 @@ class ConditionType:
     type: str
     #: Reason while no finding of this kind is there (``False``).
     clear_reason: str
+    #: The finding codes it takes, by prefix or by name (GPU takes every code no other type does).
+    prefixes: tuple[str, ...] = ()
+    codes: tuple[str, ...] = ()
 
 
 #: GPUs: ECC, row remapping, Xids, fallen off the bus, temperature, fabric, missing GPUs, DCGM diagnostics.
 GPU = ConditionType("GPUProblem", "GPUsHealthy")
 #: NVLinks down or erroring, NVSwitch SXids.
-NVLINK = ConditionType("NVLinkProblem", "NVLinksHealthy")
+NVLINK = ConditionType("NVLinkProblem", "NVLinksHealthy", ("NVLINK_", "NVSWITCH_"))
 #: InfiniBand/RoCE ports down, slow, flapping or erroring.
-INFINIBAND = ConditionType("InfiniBandProblem", "InfiniBandHealthy")
+INFINIBAND = ConditionType("InfiniBandProblem", "InfiniBandHealthy", ("IB_",))
 #: PCIe links trained below their width or speed, ACS between GPUs and NICs.
-PCIE = ConditionType("PCIeProblem", "PCIeHealthy")
+PCIE = ConditionType("PCIeProblem", "PCIeHealthy", ("PCIE_",))
 #: A probe that hung or failed: the agent could not check part of the host (a hung nvidia-smi is the classic
 #: sign of a GPU off the bus).
-CHECKS = ConditionType("HealthCheckProblem", "HealthChecksRan")
+CHECKS = ConditionType("HealthCheckProblem", "HealthChecksRan", codes=(
+    "PROBE_HUNG", "PROBE_FAILED", "TOOL_MISSING", "KERNEL_LOG_UNREADABLE", "HOST_UNREACHABLE"))
 #: Every type the agent owns, in the order it writes them.
 TYPES: tuple[ConditionType, ...] = (GPU, NVLINK, INFINIBAND, PCIE, CHECKS)
 #: Longest message written (the API server takes more; ``kubectl describe node`` should stay readable).
@@ -45,15 +49,7 @@ _ACRONYMS = {"GPU": "GPU", "NVLINK": "NVLink", "IB": "IB", "PCIE": "PCIe", "ECC"
 
 def condition_type(code: str) -> ConditionType:
     """Which condition a finding code belongs to."""
-    if code.startswith(("NVLINK_", "NVSWITCH_")):
-        return NVLINK
-    if code.startswith("IB_"):
-        return INFINIBAND
-    if code.startswith("PCIE_"):
-        return PCIE
-    if code in ("PROBE_HUNG", "PROBE_FAILED", "TOOL_MISSING", "KERNEL_LOG_UNREADABLE", "HOST_UNREACHABLE"):
-        return CHECKS
-    return GPU
+    return next((kind for kind in TYPES if code.startswith(kind.prefixes) or code in kind.codes), GPU)
 
 
 def reason_of(code: str) -> str:

@@ -10,6 +10,7 @@ from clusterctl.dashboards import promql
 from clusterctl.dashboards.inputs import DashboardInputs
 from clusterctl.dashboards.measured import domain_name
 from clusterctl.dashboards.panels import FULL, HALF, THIRD, new_dashboard, target, thresholds, uid
+from clusterctl.promql_text import host_alternation
 from clusterctl.quarantine.node_ops import TAINT_KEY
 from clusterctl.wording import first_few
 
@@ -98,9 +99,9 @@ def _nvlink_rows(board: dashboard.Dashboard, inputs: DashboardInputs) -> dashboa
         width = FULL if len(domains) == 1 else HALF
         for domain in domains:
             gpus = "|".join(str(g) for g in domain)
-            expr = promql.per_gpu("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", hosts=(promql.alternation(hosts),
-                                                                                promql.HOST_VAR),
-                                  gpus=gpus, rate="$__rate_interval")
+            matcher = host_alternation(hosts, "a dashboard's host matcher")
+            expr = promql.per_gpu("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", hosts=(matcher, promql.HOST_VAR), gpus=gpus,
+                                  rate="$__rate_interval")
             board = board.with_panel(
                 timeseries.Panel().title(f"NVLink traffic, domain GPUs {domain_name(domain)}").span(width).height(8)
                 .unit("short")

@@ -9,15 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clusterctl.promql_text import host_alternation
-
 #: The dashboards' host variable: Grafana expands a multi-value selection to ``(a|b)`` and All to ``.*``.
 HOST_VAR = "$host"
 DCGM_HOST_LABELS = ("Hostname", "hostname")
-
-
-def alternation(names: Iterable[str]) -> str:
-    return host_alternation(names, "a dashboard's host matcher")
 
 
 def _matchers(label: str, hosts: Iterable[str], gpus: str | None, extra: str) -> str:

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from clusterctl.errors import ParseError
-from clusterctl.json_input import syntax_error
+from clusterctl.json_input import kind_of, syntax_error
 
 #: A JSON container type: what ``json_member`` returns.
 J = TypeVar("J", list[Any], dict[str, Any])
-_JSON_KINDS = {list: "a list", dict: "an object"}
 
 ADMIN_KUBECONFIG = "/etc/kubernetes/admin.conf"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -54,7 +53,7 @@ def json_member(what: str, parent: dict[str, Any], key: str, kind: type[J], *, n
     if value is None:
         return kind()
     if not isinstance(value, kind):
-        raise ParseError(what, f"{named or repr(key)} is {type(value).__name__}, not {_JSON_KINDS[kind]}", line=line)
+        raise ParseError(what, f"{named or repr(key)} is {type(value).__name__}, not {kind_of(kind())}", line=line)
     return value
 
 

@@ -20,7 +20,7 @@ within about ``INTERRUPT_WAIT_S`` seconds; no worker thread outlives the run bey
 The CLI prints what finished from it.
 """
 
-from clusterctl.fanout.outcomes import CommandFailed, FleetResult, HostOutcome
+from clusterctl.fanout.outcomes import FleetResult, HostOutcome
 from clusterctl.fanout.scheduler import FleetInterrupted, Progress, Runner
 
-__all__ = ["CommandFailed", "FleetInterrupted", "FleetResult", "HostOutcome", "Progress", "Runner"]
+__all__ = ["FleetInterrupted", "FleetResult", "HostOutcome", "Progress", "Runner"]

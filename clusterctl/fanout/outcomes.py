@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from clusterctl.errors import ClusterctlError, ParseError
+from clusterctl.errors import ClusterctlError
 from clusterctl.inventory.model import Host
 from clusterctl.terminal_text import one_line
-from clusterctl.transport.base import CommandResult, FailureKind, TransportError
+from clusterctl.transport.base import FailureKind, TransportError
 
 T = TypeVar("T")
 
@@ -59,20 +59,10 @@ class FleetResult(Generic[T]):
         return {o.host.name: o.value for o in self.outcomes if o.ok and o.value is not None}
 
 
-class CommandFailed(Exception):
-    """Raised by tasks to report a command that ran but failed; becomes a COMMAND_FAILED outcome."""
-
-    def __init__(self, result: CommandResult, message: str | None = None) -> None:
-        self.result = result
-        super().__init__(message or f"{result.command!r} exited {result.exit_code}")
-
-
 def failure_from(exc: BaseException) -> Failure:
     if isinstance(exc, TransportError):
         return Failure(exc.kind, exc.message)
-    if isinstance(exc, CommandFailed):
-        return Failure(FailureKind.COMMAND_FAILED, str(exc), exc.result.exit_code, exc.result.stderr_tail(3))
-    if isinstance(exc, (ParseError, ClusterctlError)):
+    if isinstance(exc, ClusterctlError):  # a ParseError too
         return Failure(FailureKind.ERROR, str(exc))
     return Failure(FailureKind.ERROR, f"{type(exc).__name__}: {exc}")
 

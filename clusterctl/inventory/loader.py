@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from clusterctl.errors import InventoryError, UsageError
@@ -17,12 +16,9 @@ _YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def resolve_inventory_path(explicit: str | None) -> Path:
-    """The inventory to use: ``-i`` value, else ``$CLUSTERCTL_INVENTORY``, else ``./inventory.yaml``."""
+    """The inventory to use: ``-i`` (or ``$CLUSTERCTL_INVENTORY``: the option reads it), else ``./inventory.yaml``."""
     if explicit:
         return Path(explicit)
-    from_env = os.environ.get(INVENTORY_ENV, "").strip()
-    if from_env:
-        return Path(from_env)
     if Path(DEFAULT_INVENTORY).is_file():
         return Path(DEFAULT_INVENTORY)
     raise UsageError(
@@ -37,11 +33,10 @@ def open_inventory(explicit: str | None) -> Inventory:
     such as ``'gpu-[01-16],login1'`` or ``'a,b,'`` when no file of that name exists."""
     from clusterctl.hostlist import looks_like_host_list
 
-    spec = explicit or os.environ.get(INVENTORY_ENV, "").strip()
-    if spec and looks_like_host_list(spec):
+    if explicit and looks_like_host_list(explicit):
         from clusterctl.inventory.adhoc import inventory_from_host_list
 
-        return inventory_from_host_list(spec)
+        return inventory_from_host_list(explicit)
     return load_inventory(resolve_inventory_path(explicit))
 
 

@@ -306,8 +306,7 @@ class _Reader(NodeReader):
         for entry in mapping.entries:
             sub = f"{field}.{entry.key}"
             if text_values:
-                what = f"'{entry.key}'"
-                value: Any = self.scalar(entry.value, sub, partial(values.text, what=what), raw=True)
+                value: Any = self.scalar(entry.value, sub, partial(values.text, what=f"'{entry.key}'"), raw=True)
             else:
                 value = to_python(entry.value)
             section[entry.key] = _Setting(value, entry.key_line, sub)

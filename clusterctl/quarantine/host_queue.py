@@ -54,10 +54,6 @@ class HostQueue(Generic[T]):
             except Exception as exc:  # reported; the host's queue goes on
                 self._on_error(host, item, exc)
 
-    def busy(self, host: str) -> bool:
-        with self._lock:
-            return host in self._running or host in self._waiting
-
     def settle(self, timeout_s: float) -> bool:
         """Wait until no work is running or waiting; False when ``timeout_s`` passed first."""
         with self._lock:

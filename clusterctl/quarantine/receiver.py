@@ -177,9 +177,6 @@ class Remediator:
         """Wait until every accepted alert has been acted on (tests, and a clean stop)."""
         return self._queue.settle(timeout_s)
 
-    def busy(self, host: str) -> bool:
-        return self._queue.busy(host)
-
     def stop(self, timeout_s: float = STOP_WAIT_S) -> bool:
         """A clean stop (Ctrl-C, SIGTERM): nothing new is decided or started, the node marks in flight end,
         and the cluster's Lease is given back, so the next receiver decides at once instead of waiting out

@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from clusterctl.inventory.values import ip_literal
+
 
 @dataclass
 class Redactor:
@@ -50,9 +52,13 @@ class Redactor:
         return self.mapping[key]
 
     def address(self, value: str) -> str:
-        """A host's inventory address: always replaced (names and addresses alike) when redacting."""
-        return self._stand_in("ipv4" if re.fullmatch(r"(?:\d{1,3}\.){3}\d{1,3}", value) else "host", value) \
-            if self.enabled else value
+        """A host's inventory address: always replaced (names and addresses alike) when redacting, an IP address
+        by the stand-in the outputs give it (one they keep, such as a loopback, by one of its own)."""
+        if not self.enabled:
+            return value
+        redacted = self.text(value)
+        ip = ip_literal(value)
+        return redacted if redacted != value else self._stand_in("host" if ip is None else f"ipv{ip.version}", value)
 
     def text(self, value: str) -> str:
         if not self.enabled:

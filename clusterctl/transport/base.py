@@ -160,7 +160,7 @@ def wrap_command(
     run (``-n`` fails instead of asking).
 
     With ``sudo_password`` the first line of the command's stdin is the password (the
-    transport prepends it, see ``stdin_with_password``). The wrapper reads it into a shell
+    transport prepends it, see ``Transport.command_line``). The wrapper reads it into a shell
     variable (never an argument: ``ps`` on the host cannot show it), hands it to
     ``sudo -S -v`` only when sudo really asks (a NOPASSWD rule or cached credentials need
     none), then runs the command with ``sudo -n``, so the rest of stdin reaches the command
@@ -184,11 +184,6 @@ def wrap_command(
         f"if sudo -n true 2>/dev/null; then CLUSTERCTL_SUDO_PW=; exec {inner}; fi; "
         f"{{ printf '%s\\n' \"$CLUSTERCTL_SUDO_PW\"; CLUSTERCTL_SUDO_PW=; exec cat; }} | {piped}"
     )
-
-
-def stdin_with_password(password: Secret, stdin: bytes | None) -> bytes:
-    """The stdin that ``wrap_command(..., sudo_password=True)`` expects: password line first."""
-    return password.reveal().encode() + b"\n" + (stdin or b"")
 
 
 def sudo_refusal(host: str, result: CommandResult, *, had_password: bool) -> TransportError | None:
@@ -312,8 +307,8 @@ class Transport:
         """The line to run for ``request`` and the stdin to send, with the sudo password wired in when there is one."""
         password = self.sudo_password if sudo else None
         line = wrap_command(request.command, sudo=sudo, env=request.env, sudo_password=password is not None)
-        if password is not None:
-            return line, stdin_with_password(password, request.stdin)
+        if password is not None:  # the password's line first, as the wrapper reads it
+            return line, password.reveal().encode() + b"\n" + (request.stdin or b"")
         return line, request.stdin
 
     def finish(self, command: str, out: bytes, err: bytes, exit_code: int, start: float, *, sudo: bool

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from clirun import clusterctl
 
 from clusterctl.errors import ExitCode, InventoryError, UsageError
 from clusterctl.inventory.loader import load_inventory, resolve_inventory_path
@@ -52,15 +53,27 @@ def test_binary_file_is_refused(tmp_path: Path) -> None:
         load_inventory(path)
 
 
-def test_resolve_prefers_explicit_then_env_then_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CLUSTERCTL_INVENTORY", "/from/env.yaml")
+def test_resolve_prefers_explicit_then_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "inventory.yaml").write_text("hosts: {h: }\n")
     monkeypatch.chdir(tmp_path)
     assert resolve_inventory_path("given.ini") == Path("given.ini")
-    assert resolve_inventory_path(None) == Path("/from/env.yaml")
-    monkeypatch.delenv("CLUSTERCTL_INVENTORY")
     assert resolve_inventory_path(None) == Path("inventory.yaml")
     assert load_inventory(resolve_inventory_path(None)).hosts[0].name == "h"
+
+
+def test_the_environment_names_the_inventory_unless_i_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "inventory.yaml").write_text("hosts: {default-host: }\n")
+    (tmp_path / "env.yaml").write_text("hosts: {env-host: }\n")
+    (tmp_path / "given.yaml").write_text("hosts: {given-host: }\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLUSTERCTL_INVENTORY", str(tmp_path / "env.yaml"))
+    assert [h["host"] for h in clusterctl("-o", "json", "inventory", "show").json()["hosts"]] == ["env-host"]
+    given = clusterctl("-i", "given.yaml", "-o", "json", "inventory", "show").json()
+    assert [h["host"] for h in given["hosts"]] == ["given-host"]
+    monkeypatch.setenv("CLUSTERCTL_INVENTORY", "env-a,env-b")  # a host list, as -i takes one
+    assert [h["host"] for h in clusterctl("-o", "json", "inventory", "show").json()["hosts"]] == ["env-a", "env-b"]
+    monkeypatch.delenv("CLUSTERCTL_INVENTORY")
+    assert [h["host"] for h in clusterctl("-o", "json", "inventory", "show").json()["hosts"]] == ["default-host"]
 
 
 def test_resolve_without_any_inventory_says_how(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -71,3 +71,14 @@ def test_redaction_leaves_four_part_versions_and_the_stub_resolver() -> None:
     text = r.text("MLNX_OFED_LINUX-5.8-1.0.1.1:\nDOCA 24.10-0.7.0.0\nnameserver 127.0.0.53\nsrc 10.1.2.3\n")
     assert "5.8-1.0.1.1" in text and "24.10-0.7.0.0" in text and "127.0.0.53" in text
     assert "10.1.2.3" not in text
+
+
+def test_an_ipv6_inventory_address_gets_the_stand_in_it_has_in_the_outputs() -> None:
+    # The inventory and the outputs are one recording: an address a host is reached by is the address its
+    # outputs show, and one original has one stand-in everywhere.
+    r = Redactor()
+    outputs = r.text("inet6 fd00:10::11/64 scope global\ninet 10.0.0.11/24\n")
+    for original in ("fd00:10::11", "10.0.0.11"):
+        stand_in = r.address(original)
+        assert stand_in != original and f" {stand_in}/" in outputs
+    assert r.address("gpu-a1.example.com").endswith(".example.invalid")
