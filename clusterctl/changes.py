@@ -358,10 +358,6 @@ class Gate:
             self._records.append(record)
         return record
 
-    def for_host(self, transport: Transport) -> HostGate:
-        """This gate bound to one host: what a phase's ``apply`` gets (it never holds the transport)."""
-        return HostGate(self, transport)
-
     def record(self, change: Change) -> GateRecord:
         """Keep ``change`` as planned without reaching its host: a plan step, whatever ``apply`` is.
 
@@ -613,7 +609,8 @@ def _cleanup_command(cleanup: Sequence[Change]) -> str | None:
 
 
 class HostGate:
-    """A ``Gate`` bound to one host's transport: submit, undo and temporary changes there, nothing else."""
+    """A ``Gate`` bound to one host's transport: submit, undo and temporary changes there, nothing else (what a
+    phase's ``apply`` gets: it never holds the transport)."""
 
     def __init__(self, gate: Gate, transport: Transport) -> None:
         self.gate = gate

@@ -13,8 +13,7 @@ def bench_finding(severity: Severity, code: str, about: str, message: str, *, ab
                   fix: str = "", **evidence: Any) -> Finding:
     """A bench finding about ``about``: a link ``a/hca <-> b/hca``, a rack, ``host/hca`` (``subject``),
     a host (``about_kind="host"``) or a log file (``about_kind="file"``); ``evidence`` the figures behind it."""
-    where: dict[str, Any] = {"host": about} if about_kind == "host" else (
-        {"file": about} if about_kind == "file" else {"subject": about})
+    where: dict[str, Any] = {about_kind if about_kind in ("host", "file") else "subject": about}
     return Finding(severity, code, message, fix=fix, evidence=evidence, **where)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from clusterctl.bootstrap.matrix import parse_version
 from clusterctl.deep_merge import deep_merge
 from clusterctl.errors import ParseError
+from clusterctl.findings import Finding, Severity
 from clusterctl.templating import render
 
 V2_CRI = "io.containerd.grpc.v1.cri"
@@ -219,30 +220,24 @@ def render_config(wanted: WantedContainerd) -> str:
                   carried_scalars=scalars, carried_tables=tables, carried_plugins=plugins)
 
 
-@dataclass(frozen=True)
-class DropinProblem:
-    path: str
-    #: "error" (containerd refuses it or loses a managed value) or "warning".
-    severity: str
-    code: str
-    message: str
-
-
 def check_dropins(root_version: int, containerd_version: str, root: dict[str, Any],
-                  dropins: dict[str, dict[str, Any]], wanted: WantedContainerd) -> list[DropinProblem]:
-    """Drop-ins at another config version, and managed values a drop-in would override."""
-    problems: list[DropinProblem] = []
+                  dropins: dict[str, dict[str, Any]], wanted: WantedContainerd, host: str) -> list[Finding]:
+    """Drop-ins at another config version (errors where containerd refuses them), and managed values a
+    drop-in would override (an error: containerd would lose them)."""
+    problems: list[Finding] = []
     major = (parse_version(containerd_version) or (2, 0, 0))[0]
     for path, doc in sorted(dropins.items()):
         version = file_version(doc)
         if version > root_version:
-            problems.append(DropinProblem(path, "error", "CONTAINERD_DROPIN_VERSION_HIGHER",
-                                          f"{path} is config version {version}, higher than the root's {root_version}: "
-                                          "containerd refuses it (2.3.0-2.3.4 exit at start; aicr#1688)"))
+            problems.append(Finding(Severity.ERROR, "CONTAINERD_DROPIN_VERSION_HIGHER",
+                                    f"{path} is config version {version}, higher than the root's {root_version}: "
+                                    "containerd refuses it (2.3.0-2.3.4 exit at start; aicr#1688)", host=host,
+                                    file=path, fix="Rewrite the drop-in at the root's version (or remove it)."))
         elif version != root_version:
-            problems.append(DropinProblem(path, "warning", "CONTAINERD_DROPIN_VERSION_MISMATCH",
-                                          f"{path} is config version {version}, the root is {root_version}: "
-                                          "drop-ins should carry the root's version"))
+            problems.append(Finding(Severity.WARNING, "CONTAINERD_DROPIN_VERSION_MISMATCH",
+                                    f"{path} is config version {version}, the root is {root_version}: "
+                                    "drop-ins should carry the root's version", host=host, file=path,
+                                    fix="Write drop-ins at the root's config version."))
     tables = cri_tables(root_version)
     effective = effective_config(root, [dropins[p] for p in sorted(dropins)], major)
     lost: list[str] = []
@@ -262,6 +257,9 @@ def check_dropins(root_version: int, containerd_version: str, root: dict[str, An
     if lost and dropins:
         rule = ("containerd 1.x replaces a whole plugin table imported from a drop-in (containerd#5837)"
                 if major < 2 else "a drop-in overrides the root key by key")
-        problems.append(DropinProblem(", ".join(sorted(dropins)), "error", "CONTAINERD_DROPIN_OVERRIDES",
-                                      f"with the drop-ins, containerd would lose {'; '.join(lost)}: {rule}"))
+        problems.append(Finding(Severity.ERROR, "CONTAINERD_DROPIN_OVERRIDES",
+                                f"with the drop-ins, containerd would lose {'; '.join(lost)}: {rule}", host=host,
+                                file=", ".join(sorted(dropins)), fix="clusterctl's config.toml already holds the "
+                                "nvidia runtime: remove the drop-in, or regenerate it after this phase (nvidia-ctk "
+                                "copies the root's table)."))
     return problems

@@ -54,7 +54,7 @@ Examples:
   clusterctl power off gpu-a3 --dry-run
 
   clusterctl power off gpu-a3 --graceful --yes
-""")(off_command)
+""")(off_or_cycle_command)
     group.command("cycle", help="""Switch hosts off, then on, waiting for each (a host that is off is only
 switched on).
 
@@ -63,7 +63,7 @@ Examples:
   clusterctl power cycle gpu-a3 --dry-run
 
   clusterctl power cycle gpu-a3 --graceful --yes
-""")(cycle_command)
+""")(off_or_cycle_command)
     app.add_typer(group, name="power")
 
 
@@ -81,14 +81,10 @@ def on_command(ctx: typer.Context, hosts: list[str] = HOSTS, dry_run: bool = DRY
     _power(ctx, hosts, "on", dry_run=dry_run, yes=yes, graceful=False, state_dir=state_dir)
 
 
-def off_command(ctx: typer.Context, hosts: list[str] = HOSTS, graceful: bool = GRACEFUL, dry_run: bool = DRY_RUN,
-                yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
-    _power(ctx, hosts, "off", dry_run=dry_run, yes=yes, graceful=graceful, state_dir=state_dir)
-
-
-def cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS, graceful: bool = GRACEFUL, dry_run: bool = DRY_RUN,
-                  yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
-    _power(ctx, hosts, "cycle", dry_run=dry_run, yes=yes, graceful=graceful, state_dir=state_dir)
+def off_or_cycle_command(ctx: typer.Context, hosts: list[str] = HOSTS, graceful: bool = GRACEFUL,
+                         dry_run: bool = DRY_RUN, yes: bool = YES, state_dir: str | None = STATE_DIR) -> None:
+    """``power off`` and ``power cycle``: the command's name is the action."""
+    _power(ctx, hosts, str(ctx.info_name), dry_run=dry_run, yes=yes, graceful=graceful, state_dir=state_dir)
 
 
 def _power(ctx: typer.Context, names: list[str], verb: str, *, dry_run: bool, yes: bool, graceful: bool,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -144,7 +143,7 @@ def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> Non
     already refused a count or a timeout below 1."""
     from clusterctl.day2.upgrade import UpgradeRequest, upgrade
 
-    request = UpgradeRequest(apply=not dry_run, **fields)
+    request = UpgradeRequest(apply=not dry_run, limit=app.limit, **fields)
     inventory = app.inventory()
     hosts = app.hosts()
     what = f"run the upgrade's phase {request.phase}" if request.phase else \
@@ -227,10 +226,7 @@ def _print_report(app: AppContext, report: UpgradeReport, request: UpgradeReques
         say(f"done: {only} (not the whole upgrade)" if only else f"upgraded: every node runs {report.target}")
     elif not report.applied and report.ok:
         # What carries out this plan: the same hosts and phases, not the whole upgrade when only some were asked for.
-        carry_out = ["clusterctl", *(("-l", app.limit) if app.limit else ()), "upgrade",
-                     *(("phase", request.phase) if request.phase else ("apply",)),
-                     "--to", report.target, *(("--skip-phases", request.skip_phases) if request.skip_phases else ())]
-        say(f"PLAN (nothing was changed): run '{shlex.join(carry_out)}' to carry it out", soft_wrap=False)
+        say(f"PLAN (nothing was changed): run '{request.command(report.target)}' to carry it out", soft_wrap=False)
     elif not report.applied:
         say("PLAN (nothing was changed): " + ("incomplete, a node could not be planned" if report.stopped else
                                                "errors found") + " (above); fix that before 'clusterctl upgrade apply'",

@@ -54,7 +54,7 @@ from clusterctl.bootstrap.registry import phase_named
 from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_APT, MAKES_DIR, MAKES_NO_TRACE, MAKES_REPO, Change
-from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answer, read_node, read_nodes
+from clusterctl.cluster_access import cluster_nodes, not_usable, read_answer, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
@@ -182,10 +182,23 @@ class UpgradeRequest:
     #: ``upgrade phase NAME``: that phase alone; ``--skip-phases a,b``.
     phase: str | None = None
     skip_phases: str | None = None
+    #: ``-l`` as given: the line that carries out a plan, or goes on after an interrupt, names the same hosts.
+    limit: str | None = None
 
     def __post_init__(self) -> None:
         # A name that is no phase is the user's to mend: said first, before asking or reading the cluster.
         select_phases(listed_phases(), self.phase, self.skip_phases, command="upgrade")
+
+    def command(self, target: str, *, going_on: bool = False) -> str:
+        """The command line that runs this part of the upgrade (its hosts, its phases) to ``target``: what carries
+        out a plan, and (``going_on``) what goes on after an interrupt: ``--resume`` (the target is the progress
+        file's), but for 'upgrade phase', which has none: it runs again, each phase reading where its node stands."""
+        resume = going_on and not self.phase
+        return shlex.join(["clusterctl", *(("-l", self.limit) if self.limit else ()), "upgrade",
+                           *(("phase", self.phase) if self.phase else ("apply",)),
+                           *(() if resume else ("--to", target)),
+                           *(("--skip-phases", self.skip_phases) if self.skip_phases else ()),
+                           *(("--resume",) if resume else ()), *(("--yes",) if going_on else ())])
 
 
 # --- what the phases share ---------------------------------------------------------------------------------
@@ -476,12 +489,16 @@ def read_control_plane(reader: Any) -> str | None:
     return static_pod_version(result.stdout) if result.ok else None
 
 
-def _current(runner: Runner, first_cp: Host) -> KubernetesVersion:
-    # No API server manifest: no control plane runs there (``no_cluster_here``).
-    version = on_control_plane(runner, first_cp,
-                               lambda t: read_answer(t, f"cat {APISERVER_MANIFEST}", static_pod_version),
-                               what="read the API server's version", label="control plane")
-    return parse(version, where=APISERVER_MANIFEST)
+def _current(runner: Runner, inventory: Inventory, first_cp: Host) -> KubernetesVersion:
+    """The oldest control plane's version: kubeadm's one minor at a time counts from it, and the skew policy keeps
+    API servers one minor apart (a rollout stopped after the first control plane left the others behind). No API
+    server manifest on the first: no control plane runs there (``no_cluster_here``); on another: none to count."""
+    planes = [first_cp, *(h for h in inventory.control_planes if h.name != first_cp.name)]
+    fleet = runner.run_task(planes, lambda t: read_answer(t, f"cat {APISERVER_MANIFEST}", static_pod_version),
+                            label="control plane")
+    if fleet.outcomes[0].failure is not None:
+        raise not_usable(first_cp.name, "read the API server's version", fleet.outcomes[0].failure)
+    return min(parse(version, where=APISERVER_MANIFEST) for version in fleet.values.values())
 
 
 def repository_versions(transport: Transport, inventory: Inventory, target: KubernetesVersion) -> tuple[str, list[str]]:
@@ -620,7 +637,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
     original, inventory = inventory, replace(inventory, hosts=at_target)
     hosts, first = [inventory.host(h.name) for h in hosts], inventory.host(first.name)
     nodes = cluster_nodes(runner, first)
-    current = _current(runner, first)
+    current = _current(runner, inventory, first)
     check_upgrade(current, target, where="--to" if request.to is not None or request.resume else "stack.kubernetes")
     if target.minor > current.minor and all(h.name != first.name for h in hosts):
         # Kubernetes' version skew policy: a kubelet is never newer than its API server.
@@ -668,7 +685,7 @@ def upgrade(inventory: Inventory, hosts: Sequence[Host], runner: Runner, request
                             BootstrapRequest(apply=request.apply, options=RunOptions(downgrade_fix=downgrade_ways))),
         batches=batches(order, request.max_unavailable), every_lock_or_none=True, answered=answered,
         journal=place.journal(f"upgrade {target.text}") if request.apply else None,
-        resume_hint="clusterctl upgrade apply --resume --yes")
+        resume_hint=request.command(target.text, going_on=True))
     run = run_bootstrap(inventory, run_hosts, runner, phases, settings)
     _fill(report, run, rollout, order, phases)
     return report

@@ -26,7 +26,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,10 +58,6 @@ class HostRecord:
     reads: tuple[Read, ...]
     digest: str
     when: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"inputs": self.inputs, "phases": list(self.phases), "reads": [[c, s] for c, s in self.reads],
-                "digest": self.digest, "when": self.when}
 
     @classmethod
     def from_json(cls, raw: Any) -> HostRecord | None:
@@ -107,7 +103,7 @@ class HostConfirmations:
 
     def save(self) -> None:
         with self._lock:
-            payload = {"version": FORMAT_VERSION, "hosts": {h: r.to_json() for h, r in sorted(self.hosts.items())}}
+            payload = {"version": FORMAT_VERSION, "hosts": {h: asdict(r) for h, r in sorted(self.hosts.items())}}
         replace_file(self.path, mask_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"), mode=0o600)
 
 

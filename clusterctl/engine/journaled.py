@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clusterctl.changes import Gate, GateRecord
+from clusterctl.changes import Gate
 from clusterctl.engine.progress import RunPlace
 from clusterctl.errors import Interrupted
 
@@ -45,14 +45,10 @@ def journaled_gate(command: str, inventory: Inventory, *, apply: bool, state_dir
         yield step
     except BaseException as exc:  # an interrupt, a control plane gone mid-way: what was made stays undoable
         signal = exc.signal_name if isinstance(exc, Interrupted) else "error"
-        path = journal.finish(_kept(step.gate), interrupted=signal) if journal is not None else None
+        path = journal.finish(step.gate.records, interrupted=signal) if journal is not None else None
         if path is not None and isinstance(exc, Interrupted):
             undo = f"to take back what {command} changed before it stopped: clusterctl undo {path}"
             exc.retry_hint = "\n".join(line for line in (exc.retry_hint, undo) if line)
         raise
-    path = journal.finish(_kept(step.gate)) if journal is not None else None
+    path = journal.finish(step.gate.records) if journal is not None else None
     step.journal = str(path) if path is not None else None
-
-
-def _kept(gate: Gate) -> list[GateRecord]:
-    return [r for r in gate.records if not r.failed]

@@ -161,11 +161,7 @@ class ProgressStore:
 
     def save(self) -> None:
         with self._lock:
-            payload = {"version": FORMAT_VERSION, "cluster": self.cluster,
-                       "updated": utc_stamp(), "hosts": self.hosts}
-            if self.survey:
-                payload["survey"] = self.survey
-            if self.run:
-                payload["run"] = self.run
+            payload = {"version": FORMAT_VERSION, "cluster": self.cluster, "updated": utc_stamp(), "hosts": self.hosts,
+                       **{key: value for key, value in (("survey", self.survey), ("run", self.run)) if value}}
             text = mask_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
         replace_file(self.path, text, mode=0o600)

@@ -831,7 +831,7 @@ def _one_host(run: _Run, phase: Phase[Any, Any], transport: Transport, *, done_b
     result = HostPhaseResult(target.name, phase.name, Status.OK)
     reader = HostReader(transport, what=f"phase {phase.name}", known=known)
     ctx = run.context(target, reader)
-    host_gate = run.gate.for_host(transport)
+    host_gate = HostGate(run.gate, transport)
     settings = run.settings
 
     def done(status: Status, message: str = "", *, roll_back: Sequence[GateRecord] | None = None) -> HostPhaseResult:

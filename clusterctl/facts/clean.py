@@ -181,18 +181,10 @@ def _split(text: str) -> list[str]:
 
 def _common_marker(lines: list[tuple[int, str]]) -> str | None:
     """The quote (``>``) or comment marker every non-blank line starts with, after its indentation."""
-    first: str | None = None
-    for _, text in lines:
-        stripped = text.lstrip()
-        if not stripped:
-            continue
-        if first is None:
-            first = ">" if stripped[0] == ">" else next((m for m in _COMMENT_MARKERS if stripped.startswith(m)), None)
-            if first is None:
-                return None
-        elif not stripped.startswith(first):
-            return None
-    return first
+    texts = (stripped for _, text in lines if (stripped := text.lstrip()))
+    first = next(texts, "")
+    marker = ">" if first[:1] == ">" else next((m for m in _COMMENT_MARKERS if first.startswith(m)), None)
+    return marker if marker is not None and all(text.startswith(marker) for text in texts) else None
 
 
 def _unprefix(text: str, marker: str) -> str:
@@ -214,16 +206,13 @@ def _shown(marker: str, lines: list[tuple[int, str]]) -> str:
 
 def _dedented(lines: list[tuple[int, str]]) -> list[Line]:
     """The non-blank lines, less the indentation common to them all (a block pasted indented as a whole)."""
-    common: str | None = None
-    for _, text in lines:
-        if text.strip():
-            common = text[:len(text) - len(text.lstrip())] if common is None else common
-            while not text.startswith(common):
-                common = common[:-1]
-            if not common:
-                break
-    cut = len(common or "")
-    return [Line(number, text[cut:]) for number, text in lines if text.strip()]
+    kept = [(number, text) for number, text in lines if text.strip()]
+    cut = 0
+    if kept and kept[0][1][:1].isspace():  # else no indentation is common to them (the usual case: no work)
+        indents = [text[:len(text) - len(text.lstrip())] for _, text in kept]
+        low, high = min(indents), max(indents)  # the prefix all of them share is the one these two share
+        cut = next((at for at, (a, b) in enumerate(zip(low, high, strict=False)) if a != b), len(low))
+    return [Line(number, text[cut:]) for number, text in kept]
 
 
 #: What ``_first_pass`` could act on, as characters and words of a line: a text with none of them anywhere

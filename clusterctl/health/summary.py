@@ -15,7 +15,7 @@ from clusterctl.facts.health_model import IBCounters, KernelLog, NvidiaSmiQuery,
 from clusterctl.facts.model import NVLinkStatus, RDMADevices, warnings_of
 from clusterctl.health.probe import HostProbe, parsers
 from clusterctl.plain_json import to_plain
-from clusterctl.survey.checks.host import MadeOnce
+from clusterctl.survey.checks.host import MadeOnce, active_lanes
 
 
 def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, Any]:
@@ -117,7 +117,7 @@ def _kernel_events(kernel: KernelLog) -> dict[str, dict[str, Any]]:
 
 
 def _nvlink(nvlink: tuple[NVLinkStatus, ...]) -> dict[str, Any]:
-    return {str(s.gpu_index): {"active": sum(1 for lane in s.lanes if lane.active),
+    return {str(s.gpu_index): {"active": active_lanes(s),
                                "inactive": [lane.link for lane in s.lanes if not lane.active],
                                "gpu_name": s.gpu_name, "uuid": s.uuid, "all_inactive": s.all_inactive,
                                "speeds_gbps": {str(lane.link): lane.speed_gbps for lane in s.lanes}}

@@ -79,6 +79,8 @@ class HostFacts:
     rdma = FactView[tuple[RDMADevice, ...]]("rdma", tuple)
     stack = FactView[SoftwareStack]("stack", SoftwareStack)
     netdev = FactView[tuple[NetDevice, ...]]("netdev", tuple)
+    #: Interface -> its IPv4 addresses (``ip -o -4 addr show``).
+    ipv4 = FactView[dict[str, tuple[str, ...]]]("ipv4", dict)
 
 def survey_facts() -> tuple[Fact[Any], ...]:
     from clusterctl.facts.survey_facts import SURVEY_FACTS

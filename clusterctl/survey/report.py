@@ -119,9 +119,7 @@ def _nics_json(state: SurveyedHost) -> list[dict[str, Any]]:
 
 def _ipv4(state: SurveyedHost) -> dict[str, tuple[str, ...]]:
     """Interface -> IPv4 addresses from ``ip -o -4 addr show``; loopback left out."""
-    found = state.facts.values.get("ipv4") if state.facts else None
-    if not isinstance(found, dict):
-        return {}
+    found = (state.facts.ipv4 if state.facts else None) or {}
     return {str(k): tuple(v) for k, v in found.items() if k != "lo"}
 
 
@@ -139,7 +137,7 @@ def host_to_json(host: HostReport, *, shared: MadeOnce | None = None) -> dict[st
         # What each part is made of (see ``_gpus_json``, ``_nics_json``): equal keys, equal parts.
         gpus_key: tuple[object, ...] = ("gpus", id(topology), id(facts.gpus), id(facts.nvlink))
         nics_key: tuple[object, ...] = ("nics", id(topology), id(facts.rdma), id(facts.netdev),
-                                         id(facts.values.get("ipv4")), state.host.fabric)
+                                         id(facts.ipv4), state.host.fabric)
     else:
         gpus_key = nics_key = ("unreachable", id(state))
     return {

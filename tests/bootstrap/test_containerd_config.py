@@ -37,6 +37,7 @@ from clusterctl.facts.containerd import (
     parse_kubeadm_images,
     pause_image,
 )
+from clusterctl.findings import Severity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd"
 GOLDEN = FIXTURES / "golden"
@@ -121,12 +122,12 @@ def test_v4_root_with_a_v4_dropin_is_accepted_and_a_higher_dropin_refused() -> N
     wanted = GOLDEN_CASES["config-v4-containerd-2.3-default-runtime.toml"]
     root = parse_toml(render_config(wanted), "root")
     v4 = parse_toml(fixture("dropin-99-nvidia-v4.toml"), "99-nvidia.toml")
-    assert check_dropins(4, "2.3.0", root, {"/etc/containerd/conf.d/99-nvidia.toml": v4}, wanted) == []
+    assert check_dropins(4, "2.3.0", root, {"/etc/containerd/conf.d/99-nvidia.toml": v4}, wanted, "h") == []
     # The same v4 drop-in beside a v3 root (containerd 2.2): refused, like containerd 2.3.0-2.3.4 do.
     wanted3 = GOLDEN_CASES["config-v3-containerd-2.2-runtimeclass-cdi.toml"]
     root3 = parse_toml(render_config(wanted3), "root")
-    problems = check_dropins(3, "2.2.1", root3, {"/etc/containerd/conf.d/99-nvidia.toml": v4}, wanted3)
-    assert [(p.severity, p.code) for p in problems] == [("error", "CONTAINERD_DROPIN_VERSION_HIGHER")]
+    problems = check_dropins(3, "2.2.1", root3, {"/etc/containerd/conf.d/99-nvidia.toml": v4}, wanted3, "h")
+    assert [(p.severity, p.code) for p in problems] == [(Severity.ERROR, "CONTAINERD_DROPIN_VERSION_HIGHER")]
     assert "version 4, higher than the root's 3" in problems[0].message
 
 
@@ -141,7 +142,7 @@ def test_on_1x_a_dropin_replaces_the_whole_cri_table() -> None:
     assert "sandbox_image" not in cri and "registry" not in cri and set(cri["containerd"]["runtimes"]) == {"nvidia"}
     merged_2x = effective_config(root, [only_nvidia], containerd_major=2)
     assert merged_2x["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] == PAUSE
-    problems = check_dropins(2, "1.6.20", root, {"/etc/containerd/conf.d/99-nvidia.toml": only_nvidia}, wanted)
+    problems = check_dropins(2, "1.6.20", root, {"/etc/containerd/conf.d/99-nvidia.toml": only_nvidia}, wanted, "h")
     assert [p.code for p in problems] == ["CONTAINERD_DROPIN_OVERRIDES"]
     assert "the sandbox image" in problems[0].message and "the runc runtime" in problems[0].message
     assert "containerd#5837" in problems[0].message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ import pytest
 
 from clusterctl.bootstrap.phase import Phase, PhaseContext
 from clusterctl.bootstrap.run import run_bootstrap
-from clusterctl.changes import Change
+from clusterctl.changes import Change, ChangeFailed, GateRecord, HostGate
 from clusterctl.engine.lock import LockInfo
 from clusterctl.engine.progress import ProgressStore
 from clusterctl.engine.run import RunSettings, Status
@@ -560,18 +561,18 @@ class MarkThenSlow(_ChecksNothing):
                 Change.run(ctx.host.name, "slow-step", summary="a slow step")]
 
 
-def test_a_step_cut_off_by_ctrl_c_is_left_to_the_journal_not_rolled_back_over_its_closing_connection(
-        tmp_path: Path) -> None:
-    """The engine never undoes an interrupted step on the connection the fan-out is stopping: that undo
-    would happen or not by chance. What the step applied stays in place and in the journal, every time."""
+def _cut_by_ctrl_c(tmp_path: Path, phase: Phase[Any], kind: type[_StoppedLate] = _StoppedLate
+                   ) -> tuple[_StoppedLate, Any, Any]:
+    """``phase`` run on one host of ``kind`` until its "slow-step" Ctrl-C cuts off: the host, the run's
+    journal, and the ``Interrupted`` the run raised."""
     from clusterctl.errors import Interrupted
-    from clusterctl.undo_journal import WriteAheadJournal, read_journal
+    from clusterctl.undo_journal import WriteAheadJournal
 
     profile = tmp_path / "profile"
     profile.mkdir()
     (profile / "profile.yaml").write_text("commands: []\n")
     host = Host(name="n1", transport="mock", profile=str(profile))
-    transport = _StoppedLate(host, load_profile(str(profile)))
+    transport = kind(host, load_profile(str(profile)))
 
     def interrupt(signum: int, frame: object) -> None:
         raise Interrupted("SIGINT")
@@ -580,12 +581,53 @@ def test_a_step_cut_off_by_ctrl_c_is_left_to_the_journal_not_rolled_back_over_it
     journal = WriteAheadJournal(command="test", folder=tmp_path / "undo")
     try:
         with Runner(lambda h, _t: transport, timeout_s=30) as runner, pytest.raises(Interrupted) as caught:
-            run_bootstrap(Inventory(name="lab", hosts=(host,)), [host], runner, [MarkThenSlow()],
+            run_bootstrap(Inventory(name="lab", hosts=(host,)), [host], runner, [phase],
                           settings(tmp_path, journal=journal))
     finally:
         signal.signal(signal.SIGUSR1, previous)
+    return transport, journal, caught.value
+
+
+def test_a_step_cut_off_by_ctrl_c_is_left_to_the_journal_not_rolled_back_over_its_closing_connection(
+        tmp_path: Path) -> None:
+    """The engine never undoes an interrupted step on the connection the fan-out is stopping: that undo
+    would happen or not by chance. What the step applied stays in place and in the journal, every time."""
+    from clusterctl.undo_journal import read_journal
+
+    transport, journal, interrupted = _cut_by_ctrl_c(tmp_path, MarkThenSlow())
     assert "unmark-node" not in transport.after_stop  # no rollback raced the stop
-    assert journal.path is not None and f"clusterctl undo {journal.path}" in (caught.value.retry_hint or "")
+    assert journal.path is not None and f"clusterctl undo {journal.path}" in (interrupted.retry_hint or "")
     kept = [r.change.summary for r in read_journal(journal.path).records]
     assert kept == ["mark the node", "a slow step"]  # the step cut off on its way: it may have happened
     assert transport.get(LOCK) is None  # the lock given back on a fresh step all the same
+
+
+class RefusedThenSlow(_ChecksNothing):
+    name: ClassVar[str] = "refused-then-slow"
+    description: ClassVar[str] = "a change refused, passed over as a drain passes over a refused eviction, then a step"
+
+    def plan(self, ctx: PhaseContext, state: None) -> list[Change]:
+        return [Change.run(ctx.host.name, "refused-step", summary="a refused step"),
+                Change.run(ctx.host.name, "slow-step", summary="a slow step")]
+
+    def apply(self, ctx: PhaseContext, gate: HostGate, changes: Sequence[Change]) -> list[GateRecord]:
+        with contextlib.suppress(ChangeFailed):  # a budget refused the eviction: the drain goes on
+            gate.submit(changes[0])
+        return [gate.submit(changes[1])]
+
+
+class _Refuses(_StoppedLate):
+    def execute(self, request: RunRequest) -> CommandResult:
+        if request.command == "refused-step":
+            return CommandResult(request.command, "", "Error from server (TooManyRequests): refused", 1, 0.0)
+        return super().execute(request)
+
+
+def test_a_change_that_failed_before_ctrl_c_is_not_in_the_journal(tmp_path: Path) -> None:
+    """A change whose command failed did not happen: the journal of a run Ctrl-C stopped in that phase
+    listed it, and 'clusterctl undo' then said it cannot undo it (exit 1) or undid what was never made."""
+    from clusterctl.undo_journal import read_journal
+
+    _, journal, _ = _cut_by_ctrl_c(tmp_path, RefusedThenSlow(), _Refuses)
+    assert journal.path is not None
+    assert [r.change.summary for r in read_journal(journal.path).records] == ["a slow step"]

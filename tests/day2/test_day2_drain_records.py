@@ -12,7 +12,7 @@ from kube_sim import KubeSim
 
 
 def test_a_drain_keeps_the_evictions_of_its_node_only(tmp_path: Path) -> None:
-    from clusterctl.changes import Gate
+    from clusterctl.changes import Gate, HostGate
     from clusterctl.day2.drain import DrainNode
     from clusterctl.engine.phase import PhaseContext
     from clusterctl.host_reader import HostReader
@@ -26,7 +26,7 @@ def test_a_drain_keeps_the_evictions_of_its_node_only(tmp_path: Path) -> None:
 
     def drained(name: str) -> list[str]:
         ctx = PhaseContext(inventory.host(name), HostReader(cp, what="drain"), inventory)
-        records = drain.apply(ctx, gate.for_host(cp), drain.plan(ctx, drain.check(ctx)))
+        records = drain.apply(ctx, HostGate(gate, cp), drain.plan(ctx, drain.check(ctx)))
         return [r.change.summary for r in records]
 
     assert any(s.startswith("evict pod default/web-") for s in drained("gpu-a10"))
@@ -40,7 +40,7 @@ def test_a_drain_beside_another_through_the_same_gate_keeps_its_own(tmp_path: Pa
     """heal drains several nodes at once through one control plane's gate: what another drain passes through
     it meanwhile is not this node's (its report and undo journal would name the other node's evictions)."""
     import clusterctl.day2.drain as day2_drain
-    from clusterctl.changes import Change, Gate
+    from clusterctl.changes import Change, Gate, HostGate
     from clusterctl.day2.drain import DrainNode
     from clusterctl.engine.phase import PhaseContext
     from clusterctl.host_reader import HostReader
@@ -58,5 +58,5 @@ def test_a_drain_beside_another_through_the_same_gate_keeps_its_own(tmp_path: Pa
 
     monkeypatch.setattr(day2_drain, "drain_node", beside_another)
     ctx = PhaseContext(inventory.host("gpu-a1"), HostReader(cp, what="drain"), inventory)
-    records = drain.apply(ctx, gate.for_host(cp), drain.plan(ctx, drain.check(ctx)))
+    records = drain.apply(ctx, HostGate(gate, cp), drain.plan(ctx, drain.check(ctx)))
     assert records and all(r.change.node == "gpu-a1" for r in records), [r.change.summary for r in records]

@@ -176,13 +176,38 @@ def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootst
     cut_short = interrupted(monkeypatch, cut, sig, *UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
     (journal,) = sorted((state_dir / "undo").glob("upgrade-1.36.3-*.json"))
     assert cut_short.stderr.count(f"clusterctl undo {journal}") == 1, cut_short.stderr  # named once
-    assert "clusterctl upgrade apply --resume --yes" in cut_short.stderr
+    assert "clusterctl -l gpu-a1,gpu-b1 upgrade apply --resume --yes" in cut_short.stderr
     resumed = clusterctl(*UPGRADE, "-o", "json", "apply", "--resume", "--yes", "--ready-timeout", "5")
     assert resumed.exit_code == 0, resumed.output
     assert {h["status"] for h in resumed.json()["hosts"]} <= {"upgraded", "up to date"}
     again = clusterctl(*UPGRADE, "-o", "json", "plan", "--to", "1.36.3")
     assert again.exit_code == 0, again.output
     assert again.json()["nothing_to_do"] is True  # at the target, uncordoned, nothing left for the node phases
+
+
+#: A part of the upgrade, and the line that goes on with it after an interrupt ('upgrade phase' has no --resume).
+PARTS = {"phase": (("phase", "drain"), "upgrade phase drain --to 1.36.3 --yes"),
+         "skip-phases": (("apply", "--skip-phases", "network,gpu-addons"),
+                         "upgrade apply --skip-phases network,gpu-addons --resume --yes")}
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_an_interrupted_part_of_the_upgrade_goes_on_with_that_part(part: str, bootstrapped_demo: Path,
+                                                                    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    """The line that goes on after an interrupt runs what the run did (its hosts, its phases): it said
+    'upgrade apply --resume --yes' whatever the run was: the whole upgrade on every node of the inventory
+    after 'upgrade phase drain -l ...', the add-ons too after '--skip-phases network,gpu-addons'."""
+    given, goes_on = PARTS[part]
+    cut_short = interrupted(monkeypatch, Cut("drain: cordon", "cordon gpu-a1"), signal.SIGINT, *UPGRADE, *given,
+                            "--to", "1.36.3", "--yes", "--ready-timeout", "5")
+    assert f"to go on where it stopped: clusterctl -l gpu-a1,gpu-b1 {goes_on}" in cut_short.stderr, cut_short.stderr
+    done = clusterctl(*UPGRADE[:-1], "-o", "json", *goes_on.split(), "--ready-timeout", "5")
+    assert done.exit_code == 0, done.output
+    report = done.json()
+    assert [h["host"] for h in report["hosts"]] == ["gpu-a1", "gpu-b1"] and report["addons"] == [], report
+    if part == "phase":
+        assert {s["step"] for h in report["hosts"] for s in h["steps"]} <= {"drain"}, report["hosts"]
 
 
 #: Cut while the node is cordoned by the rollout: during its drain, and after it (the kubelet's package).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -340,6 +341,24 @@ def test_a_plan_of_part_of_the_upgrade_names_the_command_that_runs_that_part(boo
     skipped = _run("upgrade", "plan", "--to", "1.37.2", "--skip-phases", "drain,uncordon")
     assert "run 'clusterctl upgrade apply --to 1.37.2 --skip-phases drain,uncordon' to carry it out" in \
         skipped.stdout, skipped.stdout
+
+
+def test_a_control_plane_left_a_minor_behind_stops_the_next_minor(bootstrapped_3cp: Path) -> None:
+    # A rollout that stopped after the first control plane leaves the others a minor behind. The version was read
+    # on the first alone, so the next minor was planned (and applied): gpu-a2 two minors at once, its API server
+    # two minors from the first's, where kubeadm and Kubernetes' skew policy allow one.
+    inventory = str(bootstrapped_3cp)
+    (manifest,) = Path(os.environ["CLUSTERCTL_MOCK_STATE"]).rglob(
+        "gpu-a2/fs/etc/kubernetes/manifests/kube-apiserver.yaml")
+    manifest.write_text(manifest.read_text().replace(":v1.36.2", ":v1.35.9"))
+    before = state_digest(Path(os.environ["CLUSTERCTL_MOCK_STATE"]))
+    for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
+        refused = clusterctl("-i", inventory, *command, "--to", "1.37.2")
+        assert refused.exit_code == 2 and refused.stdout == "", refused.output
+        assert "the cluster runs 1.35.9; 1.37.2 skips" in refused.stderr, refused.stderr
+    assert state_digest(Path(os.environ["CLUSTERCTL_MOCK_STATE"])) == before
+    plan = clusterctl("-i", inventory, "-o", "json", "upgrade", "plan", "--to", "1.36.3")
+    assert plan.exit_code == 0 and plan.json()["current"] == "1.35.9", plan.output
 
 
 def test_an_empty_to_is_refused_not_taken_for_the_pin(bootstrapped_demo: Path) -> None:

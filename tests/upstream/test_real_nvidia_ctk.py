@@ -27,6 +27,7 @@ from clusterctl.bootstrap.containerd_config import (
     file_version,
     parse_toml,
 )
+from clusterctl.findings import Severity
 
 CTK = "1.20.0"
 
@@ -116,5 +117,5 @@ def test_its_drop_in_over_clusterctls_root_keeps_clusterctls_settings_as_cluster
     assert (predicted_runtime["default_runtime_name"], predicted_sandbox) == (runtime["default_runtime_name"], sandbox)
     wanted = WantedContainerd(case.containerd if major == 2 else "1.6.20", case.version, case.sandbox, "default",
                               False)
-    problems = check_dropins(case.version, wanted.containerd_version, ours, {str(dropin): theirs}, wanted)
-    assert [p for p in problems if p.severity == "error"] == []
+    problems = check_dropins(case.version, wanted.containerd_version, ours, {str(dropin): theirs}, wanted, "h")
+    assert [p for p in problems if p.severity is Severity.ERROR] == []

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.kubeadm_images import DEFAULT_REPOSITORY, TAGS_BY_MINOR
 from clusterctl.bootstrap.containerd_config import (
-    DropinProblem,
     WantedContainerd,
     carried_settings,
     check_dropins,
@@ -61,7 +60,7 @@ from clusterctl.wording import first_few
 class ContainerdState:
     facts: ContainerdFacts
     wanted: WantedContainerd | None = None
-    problems: list[DropinProblem] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
 
@@ -153,7 +152,7 @@ class Containerd(Phase[ContainerdState]):
                                         existing, paths.certs_dir, paths.dropin_dir, carried)
         # Drop-ins are checked against the root config as this phase will write it.
         rendered = parse_toml(render_config(state.wanted), "rendered containerd config")
-        state.problems = check_dropins(target, version, rendered, dropins, state.wanted)
+        state.problems = check_dropins(target, version, rendered, dropins, state.wanted, host)
         if root and file_version(root) != target:
             state.findings.append(Finding(Severity.INFO, "CONTAINERD_CONFIG_MIGRATED",
                                           f"{paths.config} is config version {file_version(root)}; it is rewritten at "
@@ -161,16 +160,7 @@ class Containerd(Phase[ContainerdState]):
         return state
 
     def findings(self, ctx: PhaseContext, state: ContainerdState) -> list[Finding]:
-        out = list(state.findings)
-        for problem in state.problems:
-            severity = Severity.ERROR if problem.severity == "error" else Severity.WARNING
-            fix = {"CONTAINERD_DROPIN_VERSION_HIGHER": "Rewrite the drop-in at the root's version (or remove it).",
-                   "CONTAINERD_DROPIN_VERSION_MISMATCH": "Write drop-ins at the root's config version.",
-                   "CONTAINERD_DROPIN_OVERRIDES": "clusterctl's config.toml already holds the nvidia runtime: remove "
-                   "the drop-in, or regenerate it after this phase (nvidia-ctk copies the root's table)."}
-            out.append(Finding(severity, problem.code, problem.message, host=ctx.host.name, file=problem.path,
-                               fix=fix.get(problem.code, "")))
-        return out
+        return state.findings + state.problems
 
     def plan(self, ctx: PhaseContext, state: ContainerdState) -> list[Change]:
         if state.wanted is None:

@@ -38,6 +38,7 @@ from clusterctl.bootstrap.phases.packages import APT_ENV, APT_LOCK
 from clusterctl.changes import MAKES_ETCD_MEMBER, MAKES_KUBEADM_NODE, MAKES_NO_TRACE, Change, ChangeKind
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import ADMIN_KUBECONFIG
+from clusterctl.facts.packages import DPKG_FORMAT, parse_dpkg_query
 from clusterctl.findings import Finding, Severity
 
 ETCD_MEMBER_DIR = "/var/lib/etcd/member"
@@ -131,11 +132,10 @@ def _installed(ctx: PhaseContext, names: tuple[str, ...]) -> list[str]:
     if not names:
         return []
     # dpkg-query exits 1 when one name is unknown, and still lists the others.
-    result = ctx.reader.run("dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' "
-                            + " ".join(shlex.quote(n) for n in names), sudo=True, timeout=60)
-    listing = result.stdout.splitlines()
-    present = {parts[0] for parts in (line.split() for line in listing) if len(parts) >= 2 and parts[1][1:2] == "i"}
-    return [n for n in names if n in present]
+    result = ctx.reader.run(f"dpkg-query -W -f='{DPKG_FORMAT}' " + " ".join(shlex.quote(n) for n in names),
+                            sudo=True, timeout=60)
+    found = parse_dpkg_query(result.stdout)
+    return [n for n in names if n in found and found[n].installed]
 
 
 class Reset(Phase[ResetState]):

@@ -8,7 +8,7 @@ live survey (``from_host_facts``) or a saved one (``from_saved_survey``) happens
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,9 +123,8 @@ def from_host_facts(host: Host, facts: HostFacts) -> TuneHost:
     """A live survey's facts of one host (``clusterctl.survey.collect``) as tuning input."""
     matrix = facts.topology
     netdevs = tuple(facts.netdev or ())
-    ipv4 = facts.values.get("ipv4")
-    if isinstance(ipv4, Mapping):
-        netdevs = merge_ipv4(netdevs, ipv4)
+    if facts.ipv4 is not None:
+        netdevs = merge_ipv4(netdevs, facts.ipv4)
     stack = facts.stack
     return TuneHost(
         name=host.name,

@@ -233,39 +233,30 @@ def run_sweep(
     confidence = 1.0 - ALPHA / comparisons
     version = try_parse_version(nccl_version) if nccl_version else None
 
-    outcomes: list[RangeOutcome] = []
     confirmed: dict[tuple[str, str], tuple[Candidate, Interval]] = {}
     intervals: dict[Candidate, dict[tuple[str, str], Interval]] = {}
-    table: list[tuple[str, dict[str, float], int]] = []
-    used = 0
-    unread: list[UnreadRow] = []
-    for op, op_measure in measures.items():
-        seq = _Sequence(COLLECTIVES[op], op_measure)
-        result = _sweep_collective(seq, pool, plan, baseline_repeats, confidence)
-        used += seq.used
-        unread.extend(seq.unread)
-        outcomes.extend(result.outcomes)
+    sequences = [_Sequence(COLLECTIVES[op], op_measure) for op, op_measure in measures.items()]
+    swept = [(seq, _sweep_collective(seq, pool, plan, baseline_repeats, confidence)) for seq in sequences]
+    for seq, result in swept:
         for (name, cand), interval in result.intervals.items():
             intervals.setdefault(cand, {})[(seq.collective, name)] = interval
         confirmed.update({(seq.collective, name): pair for name, pair in result.winners.items()})
         notes.extend(result.notes)
-        if not table:
-            table = result.table
     settings, rows, placement_notes = _place_winners(confirmed, intervals, version)
     notes.extend(placement_notes)
     return SweepResult(
         budget=budget,
-        runs_used=used,
+        runs_used=sum(seq.used for seq, _ in swept),
         full_grid_runs=full_grid_size(candidates, baseline_repeats) * len(measures),
         candidates_tried=len(pool),
         candidates_total=len(candidates),
-        ranges=tuple(outcomes),
+        ranges=tuple(outcome for _, result in swept for outcome in result.outcomes),
         settings=settings,
         tuner_rows=tuple(rows),
         notes=tuple(dict.fromkeys(notes)),
-        table=tuple(table),
+        table=tuple(swept[0][1].table),  # the first collective's
         confidence=round(confidence, 6),
-        unread_rows=tuple(unread),
+        unread_rows=tuple(row for seq, _ in swept for row in seq.unread),
     )
 
 

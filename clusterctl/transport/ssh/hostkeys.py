@@ -240,13 +240,7 @@ def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey,
         key_type, key_b64 = key.get_name(), key.get_base64()
     fingerprint = sha256_fingerprint(base64.b64decode(key_b64))
     entries = policy.entries_for(name)
-    for file, entry in entries:
-        if entry.marker == "@revoked" and entry.key_base64 == key_b64:
-            raise TransportError(
-                FailureKind.HOST_KEY_REFUSED,
-                f"{target.name}: the host key {key_type} {fingerprint} of {name} is marked @revoked "
-                f"in {file.path}:{entry.line_no}",
-            )
+    _refuse_revoked(entries, (key_b64,), f"{target.name}: the host key {key_type} {fingerprint} of {name} is")
     plain = [(f, e) for f, e in entries if e.marker is None]
     if any(e.key_base64 == key_b64 for _, e in plain):
         _check_ip(policy, target, key_b64, peer_ip)
@@ -294,15 +288,17 @@ def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey,
     log.info("%s: recorded the host key %s %s of %s in %s", target.name, key_type, fingerprint, name, written.path)
 
 
+def _refuse_revoked(entries: list[tuple[KnownHosts, KnownHostLine]], keys: tuple[str, ...], what: str) -> None:
+    """Raise HOST_KEY_REFUSED when a known_hosts line marks one of ``keys`` @revoked: ``what`` is marked..."""
+    for file, entry in entries:
+        if entry.marker == "@revoked" and entry.key_base64 in keys:
+            raise TransportError(FailureKind.HOST_KEY_REFUSED, f"{what} marked @revoked in {file.path}:{entry.line_no}")
+
+
 def _certificate_trusted(policy: HostKeyPolicy, target: SSHTarget, name: str, cert: HostCertificate) -> bool:
     """True when a @cert-authority line for ``name`` signed this valid host certificate."""
-    for file, entry in policy.entries_for(name):
-        if entry.marker == "@revoked" and entry.key_base64 in (cert.ca_base64, cert.key_base64):
-            raise TransportError(
-                FailureKind.HOST_KEY_REFUSED,
-                f"{target.name}: the host certificate of {name} uses a key marked @revoked in "
-                f"{file.path}:{entry.line_no}",
-            )
+    _refuse_revoked(policy.entries_for(name), (cert.ca_base64, cert.key_base64),
+                    f"{target.name}: the host certificate of {name} uses a key")
     authorities = [(f, e) for f, e in policy.entries_for(name, authorities=True) if e.key_base64 == cert.ca_base64]
     if not authorities:
         return False
