@@ -223,7 +223,7 @@ def test_upgrade_plan_prints_what_the_real_kubeadm_printed(tmp_path: Path, targe
 def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None:
     """``kubectl get node/N -o name`` and ``get node N -o name`` print ``node/N`` as the real kubectl does (the
     first said NotFound of a node the cluster has, the second printed the node's JSON); a node it lacks is NotFound
-    both ways."""
+    both ways; ``patch node/N`` patches it."""
     from clusterctl.mock.machine import MockMachine
     from clusterctl.mock.profile import load_profile
 
@@ -241,6 +241,10 @@ def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None
         "nodes/gpu-a1": (0, "node/gpu-a1\n", ""),
         "node/gpu-z9": (1, "", 'Error from server (NotFound): nodes "gpu-z9" not found\n'),
         "node gpu-z9": (1, "", 'Error from server (NotFound): nodes "gpu-z9" not found\n')}
+    condition = '{"status": {"conditions": [{"type": "GpuHealthy", "status": "True"}]}}'
+    patched = host.run_line(f"kubectl --kubeconfig /etc/kubernetes/admin.conf patch node/gpu-a1 --subresource=status "
+                            f"--type=strategic -p '{condition}'")
+    assert (patched.exit_code, patched.stdout) == (0, "node/gpu-a1 patched\n")  # it was an unknown command
 
 
 def test_a_package_the_profile_holds_is_held_for_every_apt_tool(tmp_path: Path) -> None:

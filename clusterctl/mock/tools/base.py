@@ -149,13 +149,3 @@ def split_args(args: list[str], valued: Collection[str], long_names: Mapping[str
             words.append(arg)
         i += 1
     return words, {(long_names or {}).get(name, name): value for name, value in options.items()}, flags
-
-
-def pop_option(args: list[str], name: str) -> str | None:
-    """Take ``name VALUE`` out of ``args``: the value ("" when ``name`` ends them), or None when absent."""
-    if name not in args:
-        return None
-    i = args.index(name)
-    value = args[i + 1] if i + 1 < len(args) else ""
-    del args[i : i + 2]
-    return value

@@ -20,7 +20,7 @@ from functools import reduce
 from operator import or_
 
 from clusterctl.mock.state import StateError, refuse_change
-from clusterctl.mock.tools.base import ToolContext, ToolResult, each, pop_option
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each
 
 DEFAULT_KERNEL = "6.8.0-45-generic"
 
@@ -328,11 +328,10 @@ def head_tail(ctx: ToolContext) -> ToolResult:
     """``head``/``tail`` ``[-n [+-]N | -N] [FILE]``, told apart by the name they were called by, as
     GNU's: ``head -n -N`` leaves out the last N lines, ``tail -n +N`` starts at line N."""
     args = list(ctx.args)
-    count = pop_option(args, "-n")
-    for arg in [a for a in args if re.fullmatch(r"-n?\d+", a)]:
-        count = arg.lstrip("-n")
-        args.remove(arg)
-    count = "10" if count is None else count
+    if args[:1] and re.fullmatch(r"-\d+", args[0]):  # GNU's older -N, as the first argument only
+        args[0] = "-n" + args[0][1:]
+    flags, args = _options(args, "n:")
+    count = flags.get("n", "10")
     if not re.fullmatch(r"[+-]?\d+", count):
         return ToolResult("", f"{ctx.name}: invalid number of lines: '{count}'\n", 1)
     data = ctx.stdin if not args else ctx.fs.read(ctx.path(args[0]))

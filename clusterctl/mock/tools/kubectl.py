@@ -206,9 +206,12 @@ def run(ctx: ToolContext) -> ToolResult:
     else:
         words, options, flags = split_args(ctx.args, TAKES_VALUE, LONG_NAMES)
         command = []
-    if words[:1] in (["get"], ["delete"], ["patch"], ["taint"], ["annotate"]) and len(words) >= 2:
-        kind, name = _type_name(words[1])  # from here on each kind is named one way: its singular
-        words[1] = f"{kind}/{name}" if "/" in words[1] else kind
+    if words[:1] in (["get"], ["delete"], ["patch"], ["taint"], ["annotate"]) and len(words) >= 2 \
+            and "--raw" not in flags:
+        # From here on each kind is named one way, its singular, and KIND/NAME is KIND NAME (but for delete: each
+        # of its KIND/NAME words may name another kind).
+        kind, name = _type_name(words[1])
+        words[1:2] = [kind, name] if name and words[0] != "delete" else [f"{kind}/{name}" if name else kind]
     kubeconfig = options.get("--kubeconfig")
     if kubeconfig and not ctx.fs.exists(kubeconfig):
         return ctx.fail(f"error: stat {kubeconfig}: no such file or directory\n")
@@ -257,9 +260,8 @@ def run(ctx: ToolContext) -> ToolResult:
     if words[:1] == ["apply"] or words == ["create"]:
         verb = "created" if words == ["create"] else "serverside-applied" if "--server-side" in flags else "apply"
         return _apply_docs(ctx, docs, source, verb)
-    if words[:1] == ["get"] and len(words) >= 2:  # one object, KIND/NAME or KIND NAME
-        kind, name = _type_name(words[1])
-        name = name or (words[2] if len(words) > 2 else "")
+    if words[:1] == ["get"] and len(words) >= 2:  # one object
+        kind, name = words[1], words[2] if len(words) > 2 else ""
         store, key = _kept(kube, kind, "" if kind in CLUSTER_SCOPED else namespace, name)
         if key not in store:
             return _not_found(kind, name)
