@@ -26,7 +26,7 @@ class Nic:
 class Host:
     stack: dict[str, Any]
     nics: tuple[Nic, ...] = ()
-    nvlink_domains: tuple[tuple[int, ...], ...] = ()
+    nvlink_groups: tuple[tuple[int, ...], ...] = ()  # as SavedHost.nvlink_groups: domains of 2+ GPUs
     gpus: tuple[Any, ...] = ()
 
 
