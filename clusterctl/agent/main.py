@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from clusterctl.transport.base import Transport
 
 CONFIG_PATH = "/etc/clusterctl/node-agent.json"
-_KEYS = ("node", "kubeconfig", "textfile_dir", "since", "probe_timeout_s")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,7 +141,7 @@ def node_agent(args: argparse.Namespace, transport: Transport) -> int:
     from clusterctl.agent.run import AgentOptions, run_once
 
     settings = _config(transport, args.config)
-    settings.update({k: getattr(args, k) for k in _KEYS if getattr(args, k) is not None})
+    settings.update({k: getattr(args, k) for k in _setting_checks() if getattr(args, k) is not None})
     if not settings.get("node"):
         print(f"clusterctl-node: no node name: give --node or put \"node\" in {args.config}", file=sys.stderr)
         return 2

@@ -231,8 +231,7 @@ def _network(settings: ClusterSettings) -> list[Artifact]:
         if operator:
             out.append(_image(site_image(f"quay.io/tigera/operator:{operator}", net.image_registry), "network",
                               "named in tigera-operator.yaml"))
-        registry = net.image_registry or "quay.io"
-        out += [_image(f"{registry.rstrip('/')}/calico/{component}:{net.version}", "network",
+        out += [_image(site_image(f"quay.io/calico/{component}:{net.version}", net.image_registry), "network",
                        "deployed by the Tigera operator") for component in CALICO_COMPONENTS]
     else:
         out += [_image(reference, "network") for reference in cni_images(net)]

@@ -7,7 +7,7 @@ with ``dataclasses.asdict``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 # --- partial reads -------------------------------------------------------------------
@@ -189,9 +189,7 @@ class RDMAPort:
 
     def to_json(self) -> dict[str, Any]:
         """The port as survey and health write it (the GIDs as named records, like every other record)."""
-        return {"port": self.port, "state": self.state, "phys_state": self.phys_state, "link_layer": self.link_layer,
-                "rate_gbps": self.rate_gbps, "active_width": self.active_width, "active_speed": self.active_speed,
-                "roce_v2_gid_index": self.roce_v2_gid_index,
+        return {**{each.name: getattr(self, each.name) for each in fields(self)},
                 "gids": [{"index": index, "gid": gid, "type": kind} for index, gid, kind in self.gids]}
 
 

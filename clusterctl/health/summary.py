@@ -59,11 +59,9 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
     if probe.dcgm is not None:
         facts["dcgm_failed"] = [f"{r.test}@GPU{r.gpu}" if r.gpu is not None else r.test for r in probe.dcgm.failed]
         # Every result, Pass, Skip and Warn too: a skipped test must never read as a pass.
-        facts["dcgm"] = {"dcgm_version": probe.dcgm.dcgm_version, "driver_version": probe.dcgm.driver_version,
-                         "gpu_device_ids": list(probe.dcgm.gpu_device_ids), "format": probe.dcgm.format,
-                         "metadata": dict(probe.dcgm.metadata),
-                         "results": [{"category": r.category, "test": r.test, "gpu": r.gpu, "status": r.status,
-                                      "info": r.info} for r in probe.dcgm.results]}
+        dcgm = probe.dcgm
+        facts["dcgm"] = {**_fields(dcgm, ("dcgm_version", "driver_version", "gpu_device_ids", "format", "metadata")),
+                         "results": [_fields(r, ("category", "test", "gpu", "status", "info")) for r in dcgm.results]}
     if probe.nccl is not None:
         from clusterctl.bench.payload import nccl_host_run_record
 
@@ -75,8 +73,7 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
     if warnings:
         facts["parse_warnings"] = warnings
     if probe.problems:
-        facts["problems"] = [{"probe": p.probe, "tool": p.tool, "kind": p.kind, "reason": p.reason}
-                             for p in probe.problems]
+        facts["problems"] = to_plain(probe.problems)
     return facts
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -44,6 +45,8 @@ SSH_ARGS_VARS = ("ansible_ssh_common_args", "ansible_ssh_extra_args")
 
 #: Options of the OpenSSH client that take an argument (``man ssh``), to walk its command line.
 _SSH_FLAGS_WITH_ARGUMENT = set("BbcDEeFIiJLlmOoPpQRSWw")
+#: Flags of a ProxyCommand's ssh that a jump host's connection does without (quiet, no tty, compression).
+_HARMLESS_SSH_FLAGS = ("-q", "-T", "-N", "-C")
 
 
 @dataclass
@@ -198,7 +201,8 @@ def parse_ssh_args(args: str) -> tuple[str | None, list[tuple[str, str]]]:
             if via is None:
                 raise BadValue(f"ProxyCommand '{value}' is not supported: clusterctl connects through jump hosts "
                                "only.", "Write -o ProxyJump=[user@]bastion[:port] (or -J bastion), or "
-                               "ProxyCommand='ssh -W %h:%p bastion'.")
+                               "ProxyCommand='ssh -W %h:%p bastion'; the bastion's key goes in ~/.ssh/config "
+                               "(Host bastion, IdentityFile).")
             jump = via
         elif key:
             options.append((key, value))
@@ -212,32 +216,39 @@ def _ssh_option(argument: str) -> tuple[str, str]:
     return match.group(1), match.group(2).strip()
 
 
-def jump_from_proxy_command(command: str) -> str | None:
-    """``ssh -W %h:%p -q [-p 2222] [-l user] [user@]bastion`` is a jump through ``bastion``."""
+def jump_from_proxy_command(command: str, forwards: Collection[str] = ("%h:%p", "[%h]:%p")) -> str | None:
+    """``ssh -W %h:%p -q [-p 2222] [-l user] [user@]bastion`` is a jump through ``bastion``; None for any other
+    command. An option that changes how the bastion is reached or what is forwarded (``-i KEY``, ``-o``, ``-F``,
+    ``-W`` to another address than ``forwards``) is not carried by a jump, so the command is not taken for one."""
     try:
         tokens = shlex.split(command)
     except ValueError:
         return None
-    if not tokens or Path(tokens[0]).name != "ssh" or not any(t.startswith("-W") for t in tokens):
+    if not tokens or Path(tokens[0]).name != "ssh":
         return None
-    user = port = destination = None
+    user = port = destination = forward = None
     index = 1
     while index < len(tokens):
         token = tokens[index]
         index += 1
-        if token.startswith("-") and len(token) >= 2:
-            flag, argument = token[1], token[2:]
-            if flag in _SSH_FLAGS_WITH_ARGUMENT and not argument and index < len(tokens):
-                argument = tokens[index]
-                index += 1
-            if flag == "p":
-                port = argument
-            elif flag == "l":
-                user = argument
+        if not token.startswith("-") or len(token) < 2:
+            if destination is not None:  # a remote command: ssh would run it
+                return None
+            destination = token
             continue
-        destination = token
-        break
-    if destination is None:
+        flag, argument = token[1], token[2:]
+        if flag in _SSH_FLAGS_WITH_ARGUMENT and not argument and index < len(tokens):
+            argument = tokens[index]
+            index += 1
+        if flag == "p":
+            port = argument
+        elif flag == "l":
+            user = argument
+        elif flag == "W":
+            forward = argument
+        elif token not in _HARMLESS_SSH_FLAGS:
+            return None
+    if destination is None or forward not in forwards:
         return None
     if user and "@" not in destination:
         destination = f"{user}@{destination}"

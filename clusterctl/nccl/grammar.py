@@ -151,7 +151,7 @@ def _check_bool(info: VariableInfo, value: str, version: NcclVersion | None) -> 
 # -- words ---------------------------------------------------------------------------------
 
 
-def _matches(info: VariableInfo, word: str, choices: tuple[str, ...]) -> str | None:
+def matching_choice(info: VariableInfo, word: str, choices: tuple[str, ...]) -> str | None:
     return next((choice for choice in choices
                  if word == choice or (info.case_insensitive and word.lower() == choice.lower())), None)
 
@@ -164,7 +164,7 @@ def _suggest(word: str, choices: tuple[str, ...]) -> str:
 
 def _check_enum(info: VariableInfo, value: str, version: NcclVersion | None) -> list[ValueProblem]:
     name = info.name
-    choice = _matches(info, value.strip(), info.values)
+    choice = matching_choice(info, value.strip(), info.values)
     if choice is None:
         case = "" if info.case_insensitive else " (case matters)"
         return [invalid(f"{name}={value} is not one of {', '.join(info.values)}{case}; NCCL does not recognise it",
@@ -287,7 +287,7 @@ def _check_word_list(info: VariableInfo, value: str, version: NcclVersion | None
             if not token:
                 problems.append(invalid(f"{name}={value} has an empty entry", "remove the extra comma", "warning"))
                 continue
-            choice = _matches(info, token, info.values)
+            choice = matching_choice(info, token, info.values)
             if choice is None:
                 current = ", ".join(v for v in info.values if v != "Collnet")
                 problems.append(invalid(f"{name}={value}: {token!r} is not {what} NCCL knows ({current})",
@@ -336,9 +336,9 @@ def _check_subsys_list(info: VariableInfo, value: str, version: NcclVersion | No
     known = info.values_for(version)
     for token in value.strip().removeprefix("^").split(","):
         token = token.strip()
-        if not token or _matches(info, token, known) is not None:
+        if not token or matching_choice(info, token, known) is not None:
             continue
-        later = _matches(info, token, info.values)
+        later = matching_choice(info, token, info.values)
         if later is not None:
             since = info.value_since[later]
             problems.append(invalid(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from clusterctl.nccl.grammar import ValueProblem, invalid
+from clusterctl.nccl.grammar import ValueProblem, invalid, matching_choice
 from clusterctl.nccl.knowledge import VariableInfo
 
 _INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
@@ -33,8 +33,7 @@ def check_plugin_value(info: VariableInfo, value: str) -> list[ValueProblem]:
     # aws-ofi-nccl fails on a value it cannot convert; the others keep their default.
     aws = info.plugin is not None and info.plugin.id == "aws-ofi-nccl"
     if info.kind == "enum" and info.values:
-        words = {v.lower() if info.case_insensitive else v for v in info.values}
-        if (text.lower() if info.case_insensitive else text) not in words:
+        if matching_choice(info, text, info.values) is None:
             return [invalid(f"{name}={value} is not one of {', '.join(info.values)}: {_consequence(info)}",
                             f"use one of {', '.join(info.values)}")]
         return []

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,8 +93,7 @@ class PendingWork:
             self._seq = max(self._seq, found.seq)
 
     def _save(self) -> None:
-        hosts = {name: {"action": e.action, "alerts": list(e.alerts), "caller": e.caller, "seq": e.seq,
-                        "accepted": e.accepted} for name, e in self._hosts.items()}
+        hosts = {name: {k: v for k, v in asdict(e).items() if k != "host"} for name, e in self._hosts.items()}
         replace_file(self.path, json.dumps({"kind": KIND, "version": 1, "hosts": hosts}, indent=1, sort_keys=True),
                      mode=0o600)
 

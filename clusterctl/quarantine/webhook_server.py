@@ -52,10 +52,6 @@ class ListenAddress:
     port: int
 
     @property
-    def ipv6(self) -> bool:
-        return ":" in self.host
-
-    @property
     def loopback(self) -> bool:
         # A name other than localhost is not: whatever it resolves to may be reachable from elsewhere.
         ip = values.ip_literal(self.host)
@@ -217,7 +213,7 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: ListenAddress, security: Security, limits: Limits, say: Say,
                  handler: type[BaseHTTPRequestHandler]) -> None:
-        self.address_family = socket.AF_INET6 if address.ipv6 else socket.AF_INET
+        self.address_family = socket.AF_INET6 if ":" in address.host else socket.AF_INET  # an IPv6 address
         self.security, self.limits, self.say = security, limits, say
         #: Lines about callers turned away go through this.
         self.noise = NoiseLimit(say, limits.noise_per_minute)

@@ -263,3 +263,13 @@ def test_known_hosts_found_by_name_in_the_files_order_with_patterns_still_matche
     assert [e.line_no for e in known.entries_for("GPU-A1")] == [1, 5]  # ssh's patterns ignore case, names do not
     number = known.add("gpu-a1", second.get_name(), second.get_base64())
     assert [e.line_no for e in known.entries_for("gpu-a1")] == [1, 2, 3, number]
+
+
+@pytest.mark.parametrize("command", ["ssh -W 10.9.9.9:22 bastion", "ssh -i ~/.ssh/bastion.pem -W %h:%p bastion"])
+def test_a_proxycommand_that_a_jump_would_not_follow_is_refused_for_the_host(tmp_path: Path, command: str) -> None:
+    # A fixed -W target or the bastion's own key: a jump through 'bastion' would reach another address or log in
+    # with other keys, so the host fails with the way to write it instead.
+    path = tmp_path / "ssh_config"
+    path.write_text(f"Host gpu-*\n    ProxyCommand {command}\n")
+    with pytest.raises(TransportError, match="does not run: write ProxyJump"):
+        resolve_target(name="gpu-a1", config=load_ssh_config(str(path)))

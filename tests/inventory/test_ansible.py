@@ -342,13 +342,28 @@ def test_host_ranges() -> None:
         ("-J bastion", "bastion"),
         ("-Jbastion", "bastion"),
         ('-o ProxyCommand="ssh -W %h:%p -q bastion"', "bastion"),
-        ('-o ProxyCommand="ssh -i keys/id_rsa -W %h:%p -q admin@10.1.1.1"', "admin@10.1.1.1"),
+        ('-o ProxyCommand="ssh -q admin@10.1.1.1 -W [%h]:%p"', "admin@10.1.1.1"),
         ('-o ProxyCommand="ssh -W %h:%p -p 2222 -l ops bastion"', "ops@bastion:2222"),
         ("-o StrictHostKeyChecking=no", None),
     ],
 )
 def test_jump_host_from_ssh_args(args: str, jump: str | None) -> None:
     assert parse_ssh_args(args)[0] == jump
+
+
+@pytest.mark.parametrize("command", [
+    "ssh -i keys/bastion.pem -W %h:%p -q admin@10.1.1.1",  # a jump would log in to the bastion with other keys
+    "ssh -o User=ops -W %h:%p bastion",
+    "ssh -F other_config -W %h:%p bastion",
+    "ssh -W 10.1.1.5:22 bastion",  # a fixed target: a jump would reach each host's own address instead
+    "ssh bastion nc %h %p",
+])
+def test_proxy_command_whose_options_a_jump_cannot_carry_is_refused_not_dropped(command: str) -> None:
+    from clusterctl.inventory.values import BadValue
+
+    with pytest.raises(BadValue, match="is not supported") as caught:
+        parse_ssh_args(f'-o ProxyCommand="{command}"')
+    assert "IdentityFile" in str(caught.value.hint)
 
 
 def test_proxy_command_that_is_not_a_jump_is_refused_by_the_args_parser() -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.bootstrap import matrix
 from clusterctl.bootstrap.cluster.kubeadm_images import DEFAULT_REPOSITORY, TAGS_BY_MINOR
+from clusterctl.bootstrap.cluster.settings import site_image
 from clusterctl.bootstrap.containerd_config import (
     WantedContainerd,
     carried_settings,
@@ -73,8 +74,7 @@ def sandbox_image(ctx: PhaseContext, facts: ContainerdFacts) -> str:
     tags = TAGS_BY_MINOR.get(version[1]) if version and version[0] == 1 else None
     pause = facts.kubeadm_pause or f"{DEFAULT_REPOSITORY}/pause:{tags.pause if tags else '3.10.1'}"
     # Under the site's image_repository, as kubeadm names its images there (its preflight warns of another).
-    repository = bootstrap.image_repository
-    return f"{repository.rstrip('/')}/{pause.rsplit('/', 1)[-1]}" if repository else pause
+    return site_image(pause, bootstrap.image_repository)
 
 
 def hosts_toml(registry: str, mirrors: tuple[str, ...]) -> str:

@@ -55,7 +55,7 @@ def _node_findings(ctx: PhaseContext, nodes: dict[str, KubeNode]) -> list[Findin
                     f"{name} offers {offered or '0 nvidia.com/gpu'}; the survey saw {saved.gpu_count} GPUs",
                     host=name, fix="Look at the device plugin pod on the node (kubectl -n nvidia-device-plugin logs).",
                     evidence={"allocatable": node.allocatable_gpus, "survey": saved.gpu_count}))
-            wanted = topology_labels(saved, ctx.inventory.host(name).fabric.type).as_dict()
+            wanted = topology_labels(saved, host.fabric.type).as_dict()
             missing = sorted(k for k, v in wanted.items() if node.labels.get(k) != v)
             if missing:
                 problems.append(Finding(

@@ -37,16 +37,14 @@ def tuner_rows(sweep: SweepResult | None) -> list[tuple[str, int, int, str, str]
 def final_settings(tuning: Tuning, sweep: SweepResult | None, *, host: str | None = None) -> tuple[TunedSetting, ...]:
     """Derived settings, measured ones, and the tuner plugin's two variables when it has rows."""
     base = tuning.for_host(host) if host else tuning.settings
-    merged = {s.name: s for s in base}
-    if sweep is not None:
-        for s in sweep.settings:
-            merged[s.name] = s
-        if sweep.tuner_rows:
-            why = "per-size algorithm/protocol winners of the sweep"
-            merged["NCCL_TUNER_PLUGIN"] = TunedSetting(
-                "NCCL_TUNER_PLUGIN", "example", f"NCCL's example tuner plugin applies the {why}", "sweep")
-            merged["NCCL_TUNER_CONFIG_FILE"] = TunedSetting(
-                "NCCL_TUNER_CONFIG_FILE", TUNER_PATH, f"the {why}, as CSV", "sweep")
+    # A measured setting wins over the derived one of the same name.
+    merged = {s.name: s for s in (*base, *(sweep.settings if sweep is not None else ()))}
+    if sweep is not None and sweep.tuner_rows:
+        why = "per-size algorithm/protocol winners of the sweep"
+        merged["NCCL_TUNER_PLUGIN"] = TunedSetting(
+            "NCCL_TUNER_PLUGIN", "example", f"NCCL's example tuner plugin applies the {why}", "sweep")
+        merged["NCCL_TUNER_CONFIG_FILE"] = TunedSetting(
+            "NCCL_TUNER_CONFIG_FILE", TUNER_PATH, f"the {why}, as CSV", "sweep")
     for s in merged.values():
         if not _NAME.match(s.name):
             raise UsageError(f"refusing to render a setting with an invalid name: {s.name!r}")

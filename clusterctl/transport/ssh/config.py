@@ -205,11 +205,15 @@ def resolve_target(
     if jump_spec is None and proxy_command and str(proxy_command).lower() != "none":
         # 'ssh -W %h:%p bastion' is a jump, as in an Ansible inventory; ssh would run any other command, and
         # connecting directly instead would go around the proxy the user set.
-        jump_spec = jump_from_proxy_command(proxy_command)
+        # ssh_config's %h and %p come expanded (paramiko's lookup); an inventory's ProxyCommand keeps them.
+        port_text = str(_first(found.get("port")) or values.SSH_PORT)
+        forwards = {shape.format(h, port_text) for h in (name, _first(found.get("hostname")) or name)
+                    for shape in ("{}:{}", "[{}]:{}")} | {"%h:%p", "[%h]:%p"}
+        jump_spec = jump_from_proxy_command(proxy_command, forwards)
         if jump_spec is None:
             raise TransportError(FailureKind.ERROR, f"ssh_config sets ProxyCommand {proxy_command!r} for {name}, "
                                  "which clusterctl does not run: write ProxyJump (or ssh.jump_host in the inventory) "
-                                 "instead")
+                                 "instead, and the jump host's key as IdentityFile under its own Host")
 
     timeout = default_connect_timeout_s
     if found.get("connecttimeout"):
