@@ -24,7 +24,7 @@ import shlex
 import shutil
 import threading
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,9 +72,7 @@ def initial_state(profile: Profile) -> dict[str, Any]:
     """The host's state document on first use, from the profile's ``machine:`` section."""
     machine = profile.machine
     raw_packages = machine.get("packages") or {}
-    held = {str(n) for n in raw_packages.get("held") or []}
-    packages = {str(name): {"version": str(version), "held": str(name) in held}
-                for name, version in (raw_packages.get("installed") or {}).items()}
+    packages = {str(name): {"version": str(version)} for name, version in (raw_packages.get("installed") or {}).items()}
     services: dict[str, Any] = {}
     for name, spec in (machine.get("services") or {}).items():
         spec = spec if isinstance(spec, dict) else {}
@@ -91,6 +89,7 @@ def initial_state(profile: Profile) -> dict[str, Any]:
         "answers": {},
         "services": services,
         "packages": packages,
+        "holds": [str(name) for name in raw_packages.get("held") or []],  # as apt-mark keeps them
         "modules": [str(m) for m in modules.get("loaded") or []],
         "sysctl": {str(k): str(v) for k, v in (machine.get("sysctl") or {}).items()},
         "swap": list(machine.get("swap") or []),
@@ -292,8 +291,10 @@ class MockMachine:
             # On an sshd host the replay gets no stdin for file utilities: the real cat copies
             # it (``cat > FILE`` of put and of the bootstrap lock).
             return None
-        result: ToolResult = module.run(self.context(list(argv), stdin, dict(env or {}), cwd))
-        return result
+        ctx = self.context(list(argv), stdin, dict(env or {}), cwd)
+        result: ToolResult = module.run(ctx)
+        # What the tool logged along the way (kubeadm's klog warnings) comes before its answer's own stderr.
+        return replace(result, stderr="".join(ctx.logged) + result.stderr)
 
     # -- entry points --------------------------------------------------------------------
 

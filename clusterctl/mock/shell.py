@@ -723,15 +723,6 @@ class Shell:
             if "e" in argv[1][1:]:
                 sub.errexit = True
             return sub.run(argv[2], stdin)
-        if name == "sudo":
-            rest = argv[1:]
-            while rest and rest[0].startswith("-"):
-                flag = rest.pop(0)
-                if flag in ("-u", "-g") and rest:
-                    rest.pop(0)
-                if flag == "--":
-                    break
-            return self.builtin(rest, stdin, env) if rest else (b"", b"usage: sudo command\n", 1)
         if name == "env":
             rest = argv[1:]
             extra: dict[str, str] = {}
@@ -742,14 +733,18 @@ class Shell:
                 text = "".join(f"{k}={v}\n" for k, v in {**env, **extra}.items())
                 return text.encode(), b"", 0
             return self.builtin(rest, stdin, {**env, **extra})
-        if name in ("timeout", "nohup", "exec", "nice", "ionice"):
+        if name in _WRAPPERS:
             rest = argv[1:]
             while rest and rest[0].startswith("-"):
-                rest.pop(0)
+                flag = rest.pop(0)
+                if flag == "--":
+                    break
+                if flag in _WRAPPERS[name] and rest:
+                    rest.pop(0)  # the option's value
             if name == "timeout" and rest:
-                rest.pop(0)
+                rest.pop(0)  # the duration
             if not rest:
-                return b"", b"", 0
+                return (b"", b"usage: sudo command\n", 1) if name == "sudo" else (b"", b"", 0)
             return self.builtin(rest, stdin, env)
         if name == "command" and len(argv) >= 3 and argv[1] == "-v":
             o, _e, code = self.dispatch(["command", "-v", argv[2]], stdin, env, self)
@@ -758,6 +753,11 @@ class Shell:
             return self.builtin(argv[1:], stdin, env)
         return self.dispatch(argv, stdin, env, self)
 
+
+#: Programs that run the command after their options (``timeout`` after its duration too), with those of their
+#: options that take the next word as their value.
+_WRAPPERS = {"sudo": ("-u", "-g"), "timeout": ("-s", "-k"), "nice": ("-n",), "ionice": ("-c", "-n", "-p"),
+             "nohup": (), "exec": ()}
 
 #: A backslash escape as printf reads it: ``\xHH``, octal (``\NNN`` in the format; ``%b``
 #: also takes ``\0NNN``), or one character (unknown ones are kept with their backslash; ``%b`` keeps

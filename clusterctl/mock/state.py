@@ -327,34 +327,18 @@ class FileTree:
         return sorted("/" + str(p.relative_to(self.root)) for p in self.root.glob(rel))
 
 
-class _DocumentState:
-    """State kept in one JSON document: ``read`` it, or ``edit`` it under its lock."""
-
-    doc: JsonDocument
-
-    def read(self) -> dict[str, Any]:
-        return self.doc.read()
-
-    def edit(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
-        return self.doc.edit()
-
-
-class HostState(_DocumentState):
-    """One mock host's persistent state: its ``fs`` tree and its ``host.json`` document."""
+class HostState(JsonDocument):
+    """One mock host's persistent state: its ``host.json`` document, and its ``fs`` tree."""
 
     def __init__(self, folder: Path, name: str) -> None:
+        super().__init__(folder / "host.json")
         self.folder = folder
         self.name = name
         self.fs = FileTree(folder / "fs")
-        self.doc = JsonDocument(folder / "host.json")
 
     @property
     def seeded(self) -> bool:
-        return self.doc.path.exists()
-
-    def snapshot(self) -> dict[str, Any]:
-        """``read``, shared until the document changes: look, never change (``JsonDocument.snapshot``)."""
-        return self.doc.snapshot()
+        return self.path.exists()
 
     def values(self) -> dict[str, str]:
         """The ``set_state`` values rules have set so far."""
@@ -367,12 +351,11 @@ class HostState(_DocumentState):
         return dict(value) if isinstance(value, dict) else {}
 
 
-class ClusterState(_DocumentState):
+class ClusterState(JsonDocument):
     """State shared by every host of one mock cluster (``cluster.json``)."""
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.doc = JsonDocument(folder / "cluster.json")
+        super().__init__(folder / "cluster.json")
 
 
 class MockCluster:

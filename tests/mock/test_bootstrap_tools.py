@@ -110,3 +110,29 @@ def test_apt_offers_what_its_lists_had_at_the_last_update(tmp_path: Path) -> Non
     assert t.run("apt-get update").ok
     done = t.run("apt-get install -y 'kubeadm=1.30.3-*'")
     assert done.ok and "Setting up kubeadm (1.30.3-1.1) ..." in done.stdout
+
+
+def test_file_tools_refuse_the_options_and_operands_gnus_refuse(tmp_path: Path) -> None:
+    """As GNU coreutils 9.1 and grep 3.8 answer (LC_ALL=C): an option the tool does not know, one without its value
+    or no operand is a usage error with the 'Try' line (grep's usage line before it; ls and grep exit 2), and
+    nothing is done (touch took any option and made the file, and with no operand exited 0)."""
+    t = node(write_cluster(tmp_path))
+    assert t.run("printf 'a\\n' > /tmp/abc").ok
+
+    def try_line(tool: str) -> str:
+        return f"Try '{tool} --help' for more information.\n"
+
+    grep_usage = "Usage: grep [OPTION]... PATTERNS [FILE]...\n"
+    expected = {
+        "touch -z /tmp/t": (1, "touch: invalid option -- 'z'\n" + try_line("touch")),
+        "touch": (1, "touch: missing file operand\n" + try_line("touch")),
+        "mkdir -m": (1, "mkdir: option requires an argument -- 'm'\n" + try_line("mkdir")),
+        "mkdir --bogus /tmp/t": (1, "mkdir: unrecognized option '--bogus'\n" + try_line("mkdir")),
+        "uname -z": (1, "uname: invalid option -- 'z'\n" + try_line("uname")),
+        "ls -y /tmp": (2, "ls: invalid option -- 'y'\n" + try_line("ls")),
+        "grep -Q a /tmp/abc": (2, "grep: invalid option -- 'Q'\n" + grep_usage + try_line("grep")),
+        "grep": (2, grep_usage + try_line("grep")),
+    }
+    answered = {line: t.run(line) for line in expected}
+    assert {line: (answer.exit_code, answer.stderr) for line, answer in answered.items()} == expected
+    assert t.run("test -e /tmp/t").exit_code == 1

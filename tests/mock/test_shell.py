@@ -50,3 +50,14 @@ def test_printf_reads_octal_and_hex_escapes_widths_and_numbers_as_sh_does(cluste
     bad = t.run("printf '%d,' 12abc 0x10")
     assert (bad.stdout, bad.exit_code) == ("12,16,", 1)
     assert "12abc: invalid number" in bad.stderr
+
+
+def test_wrappers_run_the_command_after_their_options_values(cluster: Path) -> None:
+    """``nice -n 10 CMD``, ``timeout -s KILL 5 CMD``, ``sudo -u root CMD`` run CMD: an option's value was taken for
+    the command (``sh: 1: 10: not found``)."""
+    t = node(cluster)
+    lines = ("nice -n 10 echo hi", "timeout -s KILL -k 1 5 echo hi", "sudo -u root -- echo hi", "ionice -c 3 echo hi",
+             "nohup echo hi")
+    answered = {line: t.run(line) for line in lines}
+    assert {line: (answer.exit_code, answer.stdout) for line, answer in answered.items()} == dict.fromkeys(lines,
+                                                                                                         (0, "hi\n"))

@@ -218,3 +218,49 @@ def test_upgrade_plan_prints_what_the_real_kubeadm_printed(tmp_path: Path, targe
     plan = host.run_line(upgrade_command("plan", target), render_upgrade_config("v1.37.2").encode())
     assert (plan.exit_code, plan.stdout) == (0, read_fixture("kubeadm-upgrade-plan",
                                                              f"recorded-kubeadm-1.37.2-{recorded}.txt"))
+
+
+def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None:
+    """``kubectl get node/N -o name`` and ``get node N -o name`` print ``node/N`` as the real kubectl does (the
+    first said NotFound of a node the cluster has, the second printed the node's JSON); a node it lacks is NotFound
+    both ways; ``patch node/N`` patches it."""
+    from clusterctl.mock.machine import MockMachine
+    from clusterctl.mock.profile import load_profile
+
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "profile.yaml").write_text(
+        'simulate: true\nmachine:\n  packages:\n    installed: {kubeadm: "1.37.2-1.1", kubectl: "1.37.2-1.1"}\n')
+    host = MockMachine.open(load_profile(str(tmp_path / "profile")), tmp_path / "state", "gpu-a1")
+    init = b"apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration: {name: gpu-a1}\n"
+    assert host.run_line("kubeadm init --config /dev/stdin", init).exit_code == 0
+    kubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf get"
+    answers = {words: host.run_line(f"{kubectl} {words} -o name") for words in
+               ("node/gpu-a1", "node gpu-a1", "nodes/gpu-a1", "node/gpu-z9", "node gpu-z9")}
+    assert {words: (a.exit_code, a.stdout, a.stderr) for words, a in answers.items()} == {
+        "node/gpu-a1": (0, "node/gpu-a1\n", ""), "node gpu-a1": (0, "node/gpu-a1\n", ""),
+        "nodes/gpu-a1": (0, "node/gpu-a1\n", ""),
+        "node/gpu-z9": (1, "", 'Error from server (NotFound): nodes "gpu-z9" not found\n'),
+        "node gpu-z9": (1, "", 'Error from server (NotFound): nodes "gpu-z9" not found\n')}
+    condition = '{"status": {"conditions": [{"type": "GpuHealthy", "status": "True"}]}}'
+    patched = host.run_line(f"kubectl --kubeconfig /etc/kubernetes/admin.conf patch node/gpu-a1 --subresource=status "
+                            f"--type=strategic -p '{condition}'")
+    assert (patched.exit_code, patched.stdout) == (0, "node/gpu-a1 patched\n")  # it was an unknown command
+
+
+def test_a_package_the_profile_holds_is_held_for_every_apt_tool(tmp_path: Path) -> None:
+    """``machine.packages.held``: apt-mark lists the hold, apt-get keeps to it, and ``apt-mark unhold`` releases it
+    (dpkg-query alone saw it, and still did after the unhold)."""
+    from clusterctl.mock.machine import MockMachine
+    from clusterctl.mock.profile import load_profile
+
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "profile.yaml").write_text(
+        "simulate: true\nmachine:\n  packages:\n    installed: {kubelet: 1.30.1-1.1}\n    held: [kubelet]\n"
+        "    repository: {kubelet: [1.30.1-1.1, 1.30.2-1.1]}\n")
+    host = MockMachine.open(load_profile(str(tmp_path / "profile")), tmp_path / "state", "n1")
+    assert host.run_line("apt-mark showhold").stdout == "kubelet\n"
+    upgrade = host.run_line("apt-get install -y kubelet=1.30.2-1.1")
+    assert (upgrade.exit_code, upgrade.stderr) == (
+        100, "E: Held packages were changed and -y was used without --allow-change-held-packages.\n")
+    assert host.run_line("apt-mark unhold kubelet").stdout == "Canceled hold on kubelet.\n"
+    assert host.run_line("dpkg-query -W -f '${db:Status-Abbrev}' kubelet").stdout == "ii "

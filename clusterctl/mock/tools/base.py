@@ -124,10 +124,11 @@ def option(args: list[str], *names: str) -> str | None:
     return next(reversed(list(option_values(args, *names))), None)
 
 
-def split_args(args: list[str], valued: Collection[str]) -> tuple[list[str], dict[str, str], set[str]]:
+def split_args(args: list[str], valued: Collection[str], long_names: Mapping[str, str] | None = None) \
+        -> tuple[list[str], dict[str, str], set[str]]:
     """``args`` as its words (``-`` among them), its options with a value (``--name=VALUE``, a name of
-    ``valued`` and the word after it: ``--config FILE``, or a short one of them attached: ``-nNS``) and its
-    bare flags."""
+    ``valued`` and the word after it: ``--config FILE``, or a short one of them attached: ``-nNS``; a short one
+    kept by its long name in ``long_names``) and its bare flags."""
     words: list[str] = []
     options: dict[str, str] = {}
     flags: set[str] = set()
@@ -147,14 +148,4 @@ def split_args(args: list[str], valued: Collection[str]) -> tuple[list[str], dic
         else:
             words.append(arg)
         i += 1
-    return words, options, flags
-
-
-def pop_option(args: list[str], name: str) -> str | None:
-    """Take ``name VALUE`` out of ``args``: the value ("" when ``name`` ends them), or None when absent."""
-    if name not in args:
-        return None
-    i = args.index(name)
-    value = args[i + 1] if i + 1 < len(args) else ""
-    del args[i : i + 2]
-    return value
+    return words, {(long_names or {}).get(name, name): value for name, value in options.items()}, flags

@@ -12,7 +12,7 @@ them), or containerd's "failed to load TOML" error, exit 1.
 from __future__ import annotations
 
 from clusterctl.mock.tools import containerd_config as cc
-from clusterctl.mock.tools.base import ToolContext, ToolResult, pop_option
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option, split_args
 
 PACKAGES = ("containerd", "containerd.io")
 #: A revision for the version line (the real one is the release's git commit).
@@ -30,7 +30,8 @@ def run(ctx: ToolContext) -> ToolResult:
         upstream = package.rsplit("-", 1)[0]
         shown = f"v{upstream}" if not upstream.startswith("1.") else upstream
         return ToolResult(f"containerd containerd.io {shown} {REVISION}\n")
-    path = pop_option(args, "--config") or cc.CONFIG
+    path = option(args, "--config") or cc.CONFIG
+    args = split_args(args, ("--config",))[0]
     if args[:2] == ["config", "dump"]:
         data = ctx.fs.read(path)
         if data is None:

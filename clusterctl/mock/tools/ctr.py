@@ -8,7 +8,7 @@ mock host with a real containerd the real ``ctr`` answers instead.
 from __future__ import annotations
 
 from clusterctl.mock.tools import containerd_config as cc
-from clusterctl.mock.tools.base import ToolContext, ToolResult, pop_option
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option, split_args
 
 PACKAGES = ("containerd", "containerd.io")
 
@@ -27,10 +27,8 @@ def dial_error(address: str) -> str:
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    address = cc.SOCKET
-    for flag in ("--address", "-a"):
-        address = pop_option(args, flag) or address
+    args = split_args(ctx.args, ("--address", "-a", "--connect-timeout"))[0]
+    address = option(ctx.args, "--address", "-a") or cc.SOCKET
     package = containerd_version(ctx)
     upstream = package.rsplit("-", 1)[0]
     if args[:1] == ["version"]:

@@ -28,17 +28,11 @@ def run(ctx: ToolContext) -> ToolResult:
     if scheme not in ("http", "https"):
         return ToolResult("", f'curl: (1) Protocol "{scheme}" not supported\n', 1)
     served = ctx.machine.get("http")
-    if isinstance(served, dict):
-        return _site(ctx, served, url, output, write_out, flags)
-    if url.endswith("/Packages"):
-        return _packages_index(ctx, url, output, write_out, flags)
-    body = (f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n(mock key fetched from {url})\n"
+    if not isinstance(served, dict):  # no site of the profile's: an apt source's index, else a signing key
+        body = _packages_index(ctx, url) if url.endswith("/Packages") else (
+            f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n(mock key fetched from {url})\n"
             "-----END PGP PUBLIC KEY BLOCK-----\n")
-    return _site(ctx, {url: {"body": body}}, url, output, write_out, flags)
-
-
-def _site(ctx: ToolContext, served: dict[str, object], url: str, output: str | None, write_out: str,
-          flags: set[str]) -> ToolResult:
+        served = {} if body is None else {url: {"body": body}}
     entry = served.get(url)
     entry = entry if isinstance(entry, dict) else ({} if entry is None else {"body": str(entry)})
     status = int(str(entry.get("status", 200 if url in served else 404)))
@@ -56,11 +50,11 @@ def _site(ctx: ToolContext, served: dict[str, object], url: str, output: str | N
     return ToolResult(shown)
 
 
-def _packages_index(ctx: ToolContext, url: str, output: str | None, write_out: str, flags: set[str]) -> ToolResult:
+def _packages_index(ctx: ToolContext, url: str) -> str | None:
+    """The ``Packages`` index of the repository source ``url`` names (None: no source of the profile's)."""
     source = next((s for s in db.all_sources(ctx) if s.rstrip("/") in url), None)
     if source is None:
-        return _site(ctx, {}, url, output, write_out, flags)
-    stanzas = [f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n"
-               f"Filename: pool/{name}_{version}_amd64.deb\n"
-               for name, versions in sorted(db.offered(ctx, source).items()) for version in versions]
-    return _site(ctx, {url: {"body": "\n".join(stanzas)}}, url, output, write_out, flags)
+        return None
+    return "\n".join(f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n"
+                     f"Filename: pool/{name}_{version}_amd64.deb\n"
+                     for name, versions in sorted(db.offered(ctx, source).items()) for version in versions)

@@ -50,7 +50,7 @@ def run(ctx: ToolContext) -> ToolResult:
     if fmt == "":
         return ToolResult("", "dpkg-query: error in show format: may not be empty string\n", 1)
     installed = db.installed(ctx)
-    held = set(db.holds(ctx)) | {name for name, package in installed.items() if package.get("held")}
+    held = set(db.holds(ctx))
 
     def status(name: str) -> ToolResult:
         if name not in installed:

@@ -19,7 +19,7 @@ from typing import Any
 
 from clusterctl.mock.power import powered_off
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult, option
+from clusterctl.mock.tools.base import ToolContext, ToolResult, option, split_args
 
 CLUSTER_ID = 0x7B8914296AFE3773
 
@@ -59,9 +59,8 @@ def run(ctx: ToolContext, pod: str, argv: list[str]) -> ToolResult:
         return ToolResult("", "error: unable to upgrade connection: container not found (\"etcd\")\n", 1)
     if argv[:1] != ["etcdctl"]:
         return ToolResult("", f'error: exec: "{argv[0] if argv else ""}": executable file not found in $PATH\n', 1)
-    words = [a for a in argv[1:] if not a.startswith("-")]
+    words = split_args(argv[1:], ("-w", "--write-out"))[0]
     json_out = option(argv, "-w", "--write-out") == "json"
-    words = [w for w in words if w != "json"]
     listed = members(kube)
     header = {"cluster_id": CLUSTER_ID, "member_id": _member_id(node), "raft_term": 4}
     if words[:2] == ["member", "list"] and json_out:

@@ -9,6 +9,7 @@ never sends are refused with the tool's own "invalid option" message rather than
 
 from __future__ import annotations
 
+import getopt
 import os
 import re
 import shutil
@@ -19,27 +20,9 @@ from functools import reduce
 from operator import or_
 
 from clusterctl.mock.state import StateError, refuse_change
-from clusterctl.mock.tools.base import ToolContext, ToolResult, each, pop_option
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each
 
 DEFAULT_KERNEL = "6.8.0-45-generic"
-
-
-def _flags(args: list[str], known: str) -> tuple[set[str], list[str], str | None]:
-    """Split ``-abc`` style flags from operands; the first unknown flag is returned as an error."""
-    flags: set[str] = set()
-    rest: list[str] = []
-    operands_only = False
-    for arg in args:
-        if operands_only or not arg.startswith("-") or arg == "-":
-            rest.append(arg)
-        elif arg == "--":
-            operands_only = True
-        else:
-            for ch in arg[1:]:
-                if ch not in known:
-                    return flags, rest, ch
-                flags.add(ch)
-    return flags, rest, None
 
 
 class _Usage(Exception):
@@ -47,15 +30,25 @@ class _Usage(Exception):
     coreutils do."""
 
 
-def _options(args: list[str], known: str, *, operand: bool = False) -> tuple[set[str], list[str]]:
-    """``_flags`` for tools that refuse an unknown option, or with ``operand`` no operand (exit 1, coreutils'
-    message)."""
-    flags, rest, bad = _flags(args, known)
-    if bad:
-        raise _Usage(f"invalid option -- '{bad}'")
-    if operand and not rest:
-        raise _Usage("missing operand")
-    return flags, rest
+#: How a usage error ends beyond coreutils' 'Try' line: grep's usage line before it, ls's and grep's exit 2.
+_USAGE_LINE = {"grep": "Usage: grep [OPTION]... PATTERNS [FILE]...\n"}
+_USAGE_EXIT = {"grep": 2, "ls": 2}
+
+
+def _options(args: list[str], letters: str, *, operand: str = "") -> tuple[dict[str, str], list[str]]:
+    """``args`` as GNU getopt reads them (options anywhere before ``--``, bundled, a letter followed by ':' in
+    ``letters`` taking a value: ``-m 0755``, ``-m0755``): the value of each option given ("" for a flag) by its
+    letter, and the operands. An option not in ``letters``, or none of the operands when ``operand`` names them
+    for the message, is a usage error."""
+    try:
+        given, operands = getopt.gnu_getopt(args, letters)
+    except getopt.GetoptError as exc:
+        raise _Usage(f"option requires an argument -- '{exc.opt}'" if "requires" in exc.msg
+                     else f"unrecognized option '--{exc.opt}'" if exc.msg.startswith("option --")
+                     else f"invalid option -- '{exc.opt}'") from None
+    if operand and not operands:
+        raise _Usage(f"missing {operand}")
+    return {name[1:]: value for name, value in given}, operands
 
 
 def cat(ctx: ToolContext) -> ToolResult:
@@ -124,9 +117,7 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
 
 
 def mkdir(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    given = pop_option(args, "-m")
-    flags, paths = _options(args, "pv", operand=True)
+    flags, paths = _options(ctx.args, "pvm:", operand="operand")
 
     def make(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -136,8 +127,8 @@ def mkdir(ctx: ToolContext) -> ToolResult:
         if "p" not in flags and not ctx.fs.is_dir(full.rsplit("/", 1)[0] or "/"):
             return ctx.fail(f"mkdir: cannot create directory '{path}': No such file or directory\n")
         ctx.fs.mkdir(full)
-        if given is not None:  # the operand's own mode (parents -p makes get the default)
-            ctx.fs.local(full).chmod(int(given, 8))
+        if "m" in flags:  # the operand's own mode (parents -p makes get the default)
+            ctx.fs.local(full).chmod(int(flags["m"], 8))
         return ToolResult()
 
     return each(paths, make)
@@ -153,7 +144,7 @@ def rm(ctx: ToolContext) -> ToolResult:
         if not ctx.fs.exists(full) and not ctx.fs.local(full).is_symlink():
             return ToolResult() if "f" in flags else \
                 ctx.fail(f"rm: cannot remove '{path}': No such file or directory\n")
-        if ctx.fs.is_dir(full) and not flags & {"r", "R"}:
+        if ctx.fs.is_dir(full) and not flags.keys() & {"r", "R"}:
             return ctx.fail(f"rm: cannot remove '{path}': Is a directory\n")
         ctx.fs.remove(full, recursive=True)
         return ToolResult()
@@ -163,7 +154,7 @@ def rm(ctx: ToolContext) -> ToolResult:
 
 def rmdir(ctx: ToolContext) -> ToolResult:
     """GNU ``rmdir``: removes empty folders only (the reset phase's clean-up of the folders bootstrap made)."""
-    _none, paths = _options(ctx.args, "", operand=True)
+    _none, paths = _options(ctx.args, "", operand="operand")
 
     def remove(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -200,7 +191,7 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
             return ctx.fail(f"mv: cannot move '{source}' to '{dest}': No such file or directory\n" if move
                             else f"cp: cannot create regular file '{dest}': No such file or directory\n")
         if local.is_dir():
-            if not move and not flags & {"r", "R", "a"}:
+            if not move and not flags.keys() & {"r", "R", "a"}:
                 return ctx.fail(f"cp: -r not specified; omitting directory '{source}'\n")
             if move:
                 os.replace(local, ctx.fs.local(target))
@@ -209,10 +200,10 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
             return ToolResult()
         data = local.read_bytes()
         mode = stat_mod.S_IMODE(local.stat().st_mode)
-        ctx.fs.write(target, data, mode=mode if (move or flags & {"p", "a"}) else 0o644)
+        ctx.fs.write(target, data, mode=mode if (move or flags.keys() & {"p", "a"}) else 0o644)
         if move:
             local.unlink()
-        elif flags & {"p", "a"}:
+        elif flags.keys() & {"p", "a"}:
             st = local.stat()
             os.utime(ctx.fs.local(target), (st.st_atime, st.st_mtime))
         return ToolResult()
@@ -236,7 +227,7 @@ def ls(ctx: ToolContext) -> ToolResult:
 
 
 def touch(ctx: ToolContext) -> ToolResult:
-    paths = [a for a in ctx.args if not a.startswith("-")]
+    _none, paths = _options(ctx.args, "", operand="file operand")
 
     def touch_one(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -286,11 +277,9 @@ def chmod(ctx: ToolContext) -> ToolResult:
 
 def grep(ctx: ToolContext) -> ToolResult:
     """``grep [-qEFvcH] PATTERN [FILE]...``: the options clusterctl's command lines use."""
-    flags, rest, bad = _flags(ctx.args, "qEFvcH")
-    if bad:
-        return ToolResult("", f"grep: invalid option -- '{bad}'\nUsage: grep [OPTION]... PATTERNS [FILE]...\n", 2)
+    flags, rest = _options(ctx.args, "qEFvcH")
     if not rest:
-        return ToolResult("", "Usage: grep [OPTION]... PATTERNS [FILE]...\n", 2)
+        raise _Usage("")  # no pattern: grep says its usage alone
     pattern = rest.pop(0)
     try:
         regex = re.compile(re.escape(pattern) if "F" in flags else _posix_to_python(pattern, extended="E" in flags))
@@ -339,11 +328,10 @@ def head_tail(ctx: ToolContext) -> ToolResult:
     """``head``/``tail`` ``[-n [+-]N | -N] [FILE]``, told apart by the name they were called by, as
     GNU's: ``head -n -N`` leaves out the last N lines, ``tail -n +N`` starts at line N."""
     args = list(ctx.args)
-    count = pop_option(args, "-n")
-    for arg in [a for a in args if re.fullmatch(r"-n?\d+", a)]:
-        count = arg.lstrip("-n")
-        args.remove(arg)
-    count = "10" if count is None else count
+    if args[:1] and re.fullmatch(r"-\d+", args[0]):  # GNU's older -N, as the first argument only
+        args[0] = "-n" + args[0][1:]
+    flags, args = _options(args, "n:")
+    count = flags.get("n", "10")
     if not re.fullmatch(r"[+-]?\d+", count):
         return ToolResult("", f"{ctx.name}: invalid number of lines: '{count}'\n", 1)
     data = ctx.stdin if not args else ctx.fs.read(ctx.path(args[0]))
@@ -359,13 +347,8 @@ def head_tail(ctx: ToolContext) -> ToolResult:
 
 
 def install(ctx: ToolContext) -> ToolResult:
-    args = list(ctx.args)
-    given = pop_option(args, "-m")
-    mode = 0o755 if given is None else int(given, 8)
-    for opt in ("-o", "-g"):
-        while pop_option(args, opt) is not None:
-            pass
-    flags, paths = _options(args, "dDpv")
+    flags, paths = _options(ctx.args, "dDpvm:o:g:")
+    mode = int(flags.get("m", "755"), 8)
     if "d" in flags:
         for path in paths:
             ctx.fs.mkdir(ctx.path(path))
@@ -388,7 +371,7 @@ def install(ctx: ToolContext) -> ToolResult:
 def uname(ctx: ToolContext) -> ToolResult:
     kernel = str(ctx.machine.get("kernel") or DEFAULT_KERNEL)
     parts = {"s": "Linux", "n": ctx.hostname, "r": kernel, "m": "x86_64", "o": "GNU/Linux"}
-    flags, _rest, _bad = _flags(ctx.args, "snrmoav")
+    flags, _rest = _options(ctx.args, "snrmoav")
     if "a" in flags:
         return ToolResult(f"Linux {ctx.hostname} {kernel} #1 SMP x86_64 x86_64 x86_64 GNU/Linux\n")
     chosen = [parts[f] for f in "snrmo" if f in flags] or ["Linux"]
@@ -427,7 +410,9 @@ def run(ctx: ToolContext) -> ToolResult:
     try:
         return HANDLERS[ctx.name](ctx)
     except _Usage as exc:
-        return ToolResult("", f"{ctx.name}: {exc}\nTry '{ctx.name} --help' for more information.\n", 1)
+        said = f"{ctx.name}: {exc}\n" if str(exc) else ""
+        return ToolResult("", said + _USAGE_LINE.get(ctx.name, "") + f"Try '{ctx.name} --help' for more information.\n",
+                          _USAGE_EXIT.get(ctx.name, 1))
     except StateError as exc:
         return ToolResult("", f"{ctx.name}: {exc}\n", 1)
     except NotADirectoryError:

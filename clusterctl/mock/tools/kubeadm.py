@@ -304,13 +304,6 @@ def _version_answer(ctx: ToolContext) -> ToolResult:
                   'GoVersion:"go1.26.8", Compiler:"gc", Platform:"linux/amd64"}\n')
 
 
-def run(ctx: ToolContext) -> ToolResult:
-    result = _run(ctx)
-    if not ctx.logged:
-        return result
-    return ToolResult(result.stdout, "".join(ctx.logged) + result.stderr, result.exit_code)
-
-
 def _validate(ctx: ToolContext) -> ToolResult:
     load_config(ctx, ctx.args, strict=True)
     return ctx.ok("ok\n")
@@ -335,7 +328,7 @@ COMMANDS: tuple[tuple[tuple[str, ...], Callable[[ToolContext], ToolResult]], ...
 )
 
 
-def _run(ctx: ToolContext) -> ToolResult:
+def run(ctx: ToolContext) -> ToolResult:
     args = ctx.args
     try:
         for words, answer in COMMANDS:

@@ -61,21 +61,14 @@ KNOWN_MANIFESTS: dict[str, list[tuple[str, str, str]]] = {
 #: Options that take the next word as their value.
 TAKES_VALUE = frozenset({"-n", "--namespace", "-o", "--output", "-f", "--filename", "--kubeconfig", "--timeout",
                          "--for", "--field-selector", "--selector", "-l", "-p", "--patch", "--type", "--subresource"})
+#: The options with a short name: each is read by its long one.
+LONG_NAMES = {"-n": "--namespace", "-o": "--output", "-f": "--filename", "-l": "--selector", "-p": "--patch"}
 NOT_READY = ("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network "
              "plugin returns error: cni plugin not initialized")
 
 
 def _key(kind: str, namespace: str, name: str) -> str:
     return f"{kind}/{namespace}/{name}"
-
-
-def _split(args: list[str]) -> tuple[list[str], dict[str, str], set[str]]:
-    """Positional words, options with values (by their long names), and bare flags."""
-    words, options, flags = split_args(args, TAKES_VALUE)
-    for short, long in (("-n", "--namespace"), ("-o", "--output"), ("-f", "--filename")):
-        if short in options:
-            options[long] = options.pop(short)
-    return words, options, flags
 
 
 def _resource(kind: str, *, singular: bool = False) -> str:
@@ -98,8 +91,16 @@ def _not_found(kind: str, name: str) -> ToolResult:
     return ks.not_found(_resource(kind), name)
 
 
-def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str | None:
-    """All nodes as a ``List``, or the one node ``only`` as an object (None: no such node)."""
+def _kept(kube: dict[str, Any], kind: str, namespace: str, name: str) -> tuple[dict[str, Any], str]:
+    """Where the simulated cluster keeps an object, and its key there: nodes and pods apart from the applied
+    objects (a pod also when a workload made it)."""
+    if kind in ("node", "pod"):
+        return kube.setdefault(kind + "s", {}), f"{namespace}/{name}" if namespace else name
+    return kube.setdefault("objects", {}), _key(kind, namespace, name)
+
+
+def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None) -> str:
+    """All nodes as a ``List``, or the node ``only`` (one the cluster has) as an object."""
     plugin = ks.deployed(kube, ks.DEVICE_PLUGIN_RELEASES)
     nfd = ks.deployed(kube, ks.NFD_RELEASES)
     items = []
@@ -121,8 +122,7 @@ def _nodes_json(ctx: ToolContext, kube: dict[str, Any], only: str | None = None)
                                "architecture": "amd64"}}
         items.append(kn.node_object(name, node, labels, status))
     if only is not None:
-        found = next((item for item in items if item["metadata"]["name"] == only), None)
-        return None if found is None else json.dumps(found, indent=4) + "\n"
+        return json.dumps(next(item for item in items if item["metadata"]["name"] == only), indent=4) + "\n"
     return ks.object_list(items)
 
 
@@ -201,14 +201,17 @@ def _filename_objects(ctx: ToolContext, options: dict[str, str]) -> list[dict[st
 def run(ctx: ToolContext) -> ToolResult:
     if "--" in ctx.args:  # kubectl exec POD -- COMMAND...: only the command's own words follow "--"
         cut = ctx.args.index("--")
-        words, options, flags = _split(ctx.args[:cut])
+        words, options, flags = split_args(ctx.args[:cut], TAKES_VALUE, LONG_NAMES)
         command = ctx.args[cut + 1:]
     else:
-        words, options, flags = _split(ctx.args)
+        words, options, flags = split_args(ctx.args, TAKES_VALUE, LONG_NAMES)
         command = []
-    if words[:1] in (["get"], ["delete"], ["patch"], ["taint"], ["annotate"]) and len(words) >= 2:
-        kind, name = _type_name(words[1])  # from here on each kind is named one way: its singular
-        words[1] = f"{kind}/{name}" if "/" in words[1] else kind
+    if words[:1] in (["get"], ["delete"], ["patch"], ["taint"], ["annotate"]) and len(words) >= 2 \
+            and "--raw" not in flags:
+        # From here on each kind is named one way, its singular, and KIND/NAME is KIND NAME (but for delete: each
+        # of its KIND/NAME words may name another kind).
+        kind, name = _type_name(words[1])
+        words[1:2] = [kind, name] if name and words[0] != "delete" else [f"{kind}/{name}" if name else kind]
     kubeconfig = options.get("--kubeconfig")
     if kubeconfig and not ctx.fs.exists(kubeconfig):
         return ctx.fail(f"error: stat {kubeconfig}: no such file or directory\n")
@@ -238,18 +241,14 @@ def run(ctx: ToolContext) -> ToolResult:
         return kubectl_lease.run(ctx, words, options, docs, source)
     if words[:1] == ["get"] and "--raw" in flags:
         return ctx.ok("ok") if words[1:] == ["/readyz"] else _not_found("path", " ".join(words[1:]))
-    if words[:2] == ["get", "node"]:
-        if len(words) >= 3:
-            one = _nodes_json(ctx, kube, only=words[2])
-            return ks.not_found("nodes", words[2]) if one is None else ctx.ok(one)
-        return ctx.ok(str(_nodes_json(ctx, kube)))
+    if words == ["get", "node"]:
+        return ctx.ok(_nodes_json(ctx, kube))
     if words[:2] == ["get", "pod"] and len(words) == 2:
         return kn.pods_list(ctx, options, flags)
     if words[:2] == ["patch", "node"] and len(words) >= 3:
         return ks_status.patch_node_status(ctx, words[2], options)
-    if words[:2] == ["get", "secret"] and len(words) == 2 and \
-            (options.get("-l") or options.get("--selector")):
-        return ks_status.secrets_list(ctx, namespace, options.get("-l") or options.get("--selector") or "")
+    if words[:2] == ["get", "secret"] and len(words) == 2 and options.get("--selector"):
+        return ks_status.secrets_list(ctx, namespace, options["--selector"])
     if words[:1] == ["taint"]:
         return kn.update_node(ctx, words[1:], flags, "taint", kn.taint)
     if words[:1] in (["cordon"], ["uncordon"]):
@@ -261,15 +260,15 @@ def run(ctx: ToolContext) -> ToolResult:
     if words[:1] == ["apply"] or words == ["create"]:
         verb = "created" if words == ["create"] else "serverside-applied" if "--server-side" in flags else "apply"
         return _apply_docs(ctx, docs, source, verb)
-    if words[:1] == ["get"] and len(words) >= 2:
-        if words[1] == "pod" and len(words) >= 3:
-            pod = pods.get(f"{namespace}/{words[2]}")
-            return _not_found("pod", words[2]) if pod is None else ctx.ok(str(pod.get("phase", "")))
-        kind, name = _type_name(words[1])
-        ns = "" if kind in CLUSTER_SCOPED else namespace
-        if _key(kind, ns, name) not in (kube.get("objects") or {}):
+    if words[:1] == ["get"] and len(words) >= 2:  # one object
+        kind, name = words[1], words[2] if len(words) > 2 else ""
+        store, key = _kept(kube, kind, "" if kind in CLUSTER_SCOPED else namespace, name)
+        if key not in store:
             return _not_found(kind, name)
-        return ctx.ok(f"{_resource(kind, singular=True)}/{name}\n")
+        if options.get("--output") == "name" or kind not in ("node", "pod"):
+            return ctx.ok(f"{_resource(kind, singular=True)}/{name}\n")
+        # -o json of a node, -o jsonpath={.status.phase} of a pod: what clusterctl asks
+        return ctx.ok(_nodes_json(ctx, kube, only=name) if kind == "node" else str(store[key].get("phase", "")))
     if words[:2] == ["rollout", "status"] and len(words) >= 3:
         kind, name = _type_name(words[2])
         if _key(kind, namespace, name) not in (kube.get("objects") or {}):
@@ -301,9 +300,9 @@ def _delete(ctx: ToolContext, words: list[str], namespace: str, flags: set[str])
     with ks.edit(ctx) as kube:
         for kind, name in targets:
             ns = "" if kind in CLUSTER_SCOPED else namespace
-            gone = kube.setdefault("objects", {}).pop(_key(kind, ns, name), None)
-            if kind in ("node", "pod"):  # kept apart from applied objects (a pod also when a workload made it)
-                gone = kube.setdefault(kind + "s", {}).pop(f"{ns}/{name}" if ns else name, None)
+            store, key = _kept(kube, kind, ns, name)
+            gone = store.pop(key, None)
+            kube.setdefault("objects", {}).pop(_key(kind, ns, name), None)  # an applied pod's manifest with it
             if gone is None:
                 missing.append((kind, name))
             else:  # kubectl 1.37 names the namespace of what it deleted

@@ -33,21 +33,12 @@ EVICTION_PATH = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/
 _STATUS_REASON = {400: "BadRequest", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
 
 
-def _node_name(words: list[str]) -> str | None:
-    """``node N``, ``node/N`` (kubectl's kind word read) -> N."""
-    if words and words[0].startswith("node/"):
-        return words[0].split("/", 1)[1]
-    if len(words) >= 2 and words[0] == "node":
-        return words[1]
-    return None
-
-
 def update_node(ctx: ToolContext, words: list[str], flags: set[str], what: str,
                 update: Callable[[ToolContext, str, dict[str, Any], list[str], bool], ToolResult]) -> ToolResult:
-    """``kubectl taint``/``annotate nodes N SPEC...`` (or ``node/N``): ``update(ctx, N, node, specs,
-    overwrite)`` (``taint``, ``annotate``) edits the node inside the cluster's state."""
-    node_name = _node_name(words)
-    specs = words[1:] if words and "/" in words[0] else words[2:]
+    """``kubectl taint``/``annotate node N SPEC...`` (``words``: from the kind on, as ``kubectl.run`` read them):
+    ``update(ctx, N, node, specs, overwrite)`` (``taint``, ``annotate``) edits the node inside the cluster's state."""
+    node_name = words[1] if words[:1] == ["node"] and len(words) >= 2 else None
+    specs = words[2:]
     if node_name is None or not specs:
         return ctx.fail(f"error: at least one {what} update is required\n")
     overwrite = "--overwrite" in flags or "--overwrite=true" in ctx.args

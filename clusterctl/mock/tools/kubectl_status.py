@@ -25,9 +25,9 @@ def patch_node_status(ctx: ToolContext, name: str, options: dict[str, str]) -> T
     if options.get("--subresource") != "status" or options.get("--type", "strategic") != "strategic":
         return ctx.fail("error: the simulated kubectl patches only node status with --type=strategic\n")
     try:
-        body = json.loads(options.get("-p") or options.get("--patch") or "")
+        body = json.loads(options.get("--patch", ""))
     except json.JSONDecodeError as exc:
-        return ctx.fail(f"error: unable to parse \"{options.get('-p', '')}\": {exc}\n")
+        return ctx.fail(f"error: unable to parse \"{options.get('--patch', '')}\": {exc}\n")
     wanted = ((body.get("status") or {}).get("conditions") or []) if isinstance(body, dict) else []
     with ks.edit(ctx) as kube:
         node = (kube.get("nodes") or {}).get(name)

@@ -19,7 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from clusterctl.mock.power import boot
+from clusterctl.mock.tools import daemons
+from clusterctl.mock.tools import kube_state as ks
 from clusterctl.mock.tools.base import ToolContext, ToolResult, each
+from clusterctl.mock.tools.containerd_config import CONFIG, TOMLError, imported, installed_major, parse_toml
+from clusterctl.mock.tools.ctr import containerd_version
 
 JOB_FAILED = (
     "Job for {unit} failed because the control process exited with error code.\n"
@@ -39,9 +44,6 @@ def unit_name(name: str) -> str:
 
 def containerd_start_check(ctx: ToolContext) -> str | None:
     """Why containerd would not start with the config in the tree, or None."""
-    from clusterctl.mock.tools.containerd_config import CONFIG, TOMLError, imported, installed_major, parse_toml
-    from clusterctl.mock.tools.ctr import containerd_version
-
     highest = 2 if installed_major(ctx) < 2 else (3 if containerd_version(ctx).startswith(("2.0", "2.1", "2.2")) else 4)
     data = ctx.fs.read(CONFIG)
     if data is None:
@@ -77,8 +79,6 @@ def kubelet_state(ctx: ToolContext) -> str:
 def kubelet_start(ctx: ToolContext) -> str | None:
     """A (re)started kubelet registers the installed binary's version on its Node; ``kubelet: fail`` on the
     host makes it exit at once (a broken kubelet package or flag)."""
-    from clusterctl.mock.tools import kube_state as ks
-
     if ks.fault(ctx, ctx.host_name, "kubelet") == "fail":
         return "kubelet: failed to run Kubelet: validate service connection: validate CRI v1 runtime API"
     installed = ctx.installed_version("kubelet")
@@ -111,8 +111,6 @@ def _units(ctx: ToolContext, names: list[str] | None = None) -> dict[str, Any]:
 
 
 def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
-    from clusterctl.mock.tools import daemons
-
     unit = unit_name(key)
     reason: str | None
     if daemons.is_real(ctx, key):
@@ -129,8 +127,6 @@ def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
 
 
 def _stop(ctx: ToolContext, key: str) -> None:
-    from clusterctl.mock.tools import daemons
-
     if daemons.is_real(ctx, key):
         daemons.stop(ctx, key)
     _set_active(ctx, key, "inactive")
@@ -151,8 +147,6 @@ def _set_enabled(ctx: ToolContext, key: str, enabled: bool) -> bool:
 
 
 def _active_state(ctx: ToolContext, key: str, units: dict[str, Any]) -> str:
-    from clusterctl.mock.tools import daemons
-
     entry = units.get(key)
     if entry is None:
         return "inactive"
@@ -173,8 +167,6 @@ def run(ctx: ToolContext) -> ToolResult:
         return ToolResult("", "systemctl: mock host lists no units; give a command verb\n", 1)
     verb, names = args[0], [n.removesuffix(".service") for n in args[1:] if not n.startswith("-")]
     if verb == "reboot":
-        from clusterctl.mock.power import boot
-
         boot(ctx.host)  # a mock host restarts at once: the next command finds it booted
         return ToolResult("", "", 0)
     units = _units(ctx, names)
