@@ -105,7 +105,7 @@ def certs_renew(
                    app.hosts() if h.is_control_plane], yes=yes, dry_run=dry_run,
                    preview="clusterctl certs renew --dry-run")
     request = RenewRequest(apply=not dry_run, wait_s=wait, resume=resume, state_dir=state_dir,
-                           skip_phases=skip_phases)
+                           skip_phases=skip_phases, limit=app.limit)
     with app.runner() as runner:
         report = renew(runner, inventory, list(app.hosts()), request)
     hosts = renew_summary(report)

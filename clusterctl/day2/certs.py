@@ -184,9 +184,8 @@ def check(runner: Runner, hosts: list[Host], *, warn_days: int = WARN_DAYS) -> C
     """Every selected control plane's certificates; ``NoCluster`` (exit 2) when none could be read."""
     report = CertsReport()
     fleet = runner.run_task(control_planes(hosts), lambda t: (read_certs(t), read_placement(t)), label="certs")
-    if all(not o.ok or o.value is None for o in fleet.outcomes):
-        first = fleet.outcomes[0]
-        raise not_usable(first.host.name, "read the certificates", first.failure)
+    if not fleet.values:
+        raise not_usable(fleet.outcomes[0].host.name, "read the certificates", fleet.outcomes[0].failure)
     for outcome in fleet.outcomes:
         name = outcome.host.name
         if not outcome.ok or outcome.value is None:
@@ -309,6 +308,8 @@ class RenewRequest:
     resume: bool = False
     state_dir: str | None = None
     skip_phases: str | None = None
+    #: ``-l`` as given: the line that goes on after an interrupt names the same hosts.
+    limit: str | None = None
 
 
 def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: RenewRequest) -> RunReport:
@@ -318,12 +319,12 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     phases = select_phases(RENEW_PHASES, None, request.skip_phases, command="certs renew")
     check(runner, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     chosen = control_planes(hosts)
-    settings = RunSettings(apply=request.apply, resume=request.resume,
-                           options=request,
+    goes_on = ["clusterctl", *(("-l", request.limit) if request.limit else ()), "certs", "renew",
+               *(("--skip-phases", request.skip_phases) if request.skip_phases else ()), "--resume", "--yes"]
+    settings = RunSettings(apply=request.apply, resume=request.resume, options=request, progress=progress,
                            batches=[[h.name] for h in chosen],
-                           progress=progress,
                            journal=place.journal("certs renew") if request.apply else None,
-                           resume_hint="clusterctl certs renew --resume --yes")
+                           resume_hint=shlex.join(goes_on))
     return run_phases(inventory, chosen, runner, phases, settings)
 
 

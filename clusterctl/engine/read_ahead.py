@@ -59,19 +59,18 @@ def _in_line(command: str) -> str:
 def split_batch(text: str, count: int, token: str) -> list[tuple[str, int]] | None:
     """The ``count`` (output, exit status) pairs of a ``batch_command`` run, or None when the
     output is not whole."""
-    rest = text
     outputs: list[tuple[str, int]] = []
     for i in range(count):
         header = f"{MARKER} {token} {i}\n"
-        if not rest.startswith(header):
+        if not text.startswith(header):
             return None
-        rest = rest[len(header):]
-        closing = re.search(rf"\n{re.escape(MARKER)} {token} {i} exit (\d+)\n", rest)
+        text = text[len(header):]
+        closing = re.search(rf"\n{re.escape(MARKER)} {token} {i} exit (\d+)\n", text)
         if closing is None:
             return None
-        outputs.append((rest[:closing.start()], int(closing.group(1))))  # without the echo's newline
-        rest = rest[closing.end():]
-    if rest.strip():
+        outputs.append((text[:closing.start()], int(closing.group(1))))  # without the echo's newline
+        text = text[closing.end():]
+    if text.strip():
         return None
     return outputs
 
@@ -90,10 +89,9 @@ class Batch:
 
 def batches(reads: Sequence[tuple[str, bool]]) -> list[Batch]:
     """The batches that read every command of ``reads``: one per sudo setting."""
-    wanted: dict[bool, list[str]] = {}
+    wanted: dict[bool, dict[str, None]] = {}  # each sudo setting's commands, in order, once
     for command, sudo in reads:
-        if command not in wanted.setdefault(sudo, []):
-            wanted[sudo].append(command)
+        wanted.setdefault(sudo, {})[command] = None
     # One command alone is read by its phase: nothing to save.
     return [Batch(tuple(commands), sudo, secrets.token_hex(8)) for sudo, commands in wanted.items()
             if len(commands) > 1]

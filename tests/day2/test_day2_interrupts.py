@@ -64,6 +64,20 @@ def test_certs_renew_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bo
     assert checked.exit_code == 0, checked.output
 
 
+def test_an_interrupted_renew_of_some_control_planes_goes_on_with_those(bootstrapped_demo: Path, state_dir: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line that goes on after an interrupt names the run's hosts and the phases it left out: it said
+    'certs renew --resume --yes', which renewed every control plane of the inventory and restarted what
+    --skip-phases had left alone."""
+    cut_short = interrupted(monkeypatch, Cut("renew", "kubeadm certs renew all"), signal.SIGINT, "-i", DEMO, "-l",
+                            "gpu-a1", "certs", "renew", "--skip-phases", "restart-etcd", "--yes", "--restart-wait", "1")
+    goes_on = "clusterctl -l gpu-a1 certs renew --skip-phases restart-etcd --resume --yes"
+    assert f"to go on where it stopped: {goes_on}" in cut_short.stderr, cut_short.stderr
+    resumed = clusterctl("-i", DEMO, "-o", "json", *goes_on.split()[1:], "--restart-wait", "1")
+    assert resumed.exit_code == 0, resumed.output
+    assert "restart-etcd" not in resumed.json()["run"]["phases"]
+
+
 def test_certs_check_names_a_manifest_left_out_of_place(bootstrapped_demo: Path) -> None:
     moved = clusterctl("-i", DEMO, "-l", "gpu-a1", "exec", "--sudo", "--",
                        "mkdir -p /etc/kubernetes/clusterctl/restart && mv /etc/kubernetes/manifests/etcd.yaml "
