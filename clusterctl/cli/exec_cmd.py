@@ -13,7 +13,7 @@ from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.terminal_text import one_line, visible
 from clusterctl.transport.base import HOST_LOCALE
-from clusterctl.writable import host_file_name, writable_dir
+from clusterctl.writable import host_file_name, replace_file, writable_dir
 
 if TYPE_CHECKING:
     from clusterctl.fanout import FleetInterrupted, FleetResult, HostOutcome
@@ -180,7 +180,7 @@ def _write_files(folder: Path, fleet: FleetResult[CommandResult]) -> dict[str, l
         for suffix, text in ((".out", o.value.stdout), (".err", o.value.stderr)):
             if text or suffix == ".out":
                 path = folder / host_file_name(o.host.name, suffix)
-                path.write_text(text, encoding="utf-8")
+                replace_file(path, text)
                 written.setdefault(o.host.name, []).append(str(path))
     return written
 

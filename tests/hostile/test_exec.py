@@ -4,6 +4,7 @@ belong to the remote command, selections of nothing, Ctrl-C, and pdsh's habits."
 from __future__ import annotations
 
 import json
+import resource
 import signal
 import time
 from pathlib import Path
@@ -79,6 +80,25 @@ def test_an_unwritable_out_dir_stops_before_any_host_is_touched(cli, tmp_path: P
     ran = cli("-i", DEMO, "exec", "--out-dir", str(blocker / "sub"), "--", "hostname")
     assert ran.code == 2
     assert "--out-dir" in ran.err and "Traceback" not in ran.err
+
+
+def test_out_dir_keeps_a_hosts_last_file_whole_when_the_new_one_cannot_be_written(tmp_path: Path) -> None:
+    """A full disk while saving (here: a file-size limit of 1 MiB, 2 MiB of output) leaves the last run's
+    HOST.out as it was, not cut to the part that fitted, and no partial file beside it."""
+    out = tmp_path / "logs"
+    out.mkdir()
+    (out / "n1.out").write_text("the last run's output\n")
+    limit = 1 << 20
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+    proc = clusterctl_process("-i", local_inventory(tmp_path, "n1"), "exec", "--out-dir", str(out), "--",
+                              f"head -c {2 * limit} /dev/zero | tr '\\0' x", preexec_fn=small_disk)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "File too large" in err, err
+    assert (out / "n1.out").read_text() == "the last run's output\n"
+    assert [p.name for p in out.iterdir()] == ["n1.out"]
 
 
 def test_stream_prints_host_prefixed_lines(cli) -> None:  # type: ignore[no-untyped-def]
