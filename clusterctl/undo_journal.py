@@ -54,8 +54,8 @@ def changed_on(record: GateRecord) -> str:
 
 
 def undoable(records: Sequence[GateRecord]) -> list[GateRecord]:
-    """The records that changed a host for good (applied, not already as wanted, not temporary)."""
-    return [r for r in records if r.applied and r.changed and not r.temporary]
+    """The records that changed a host for good (applied, not already as wanted, not temporary, not failed)."""
+    return [r for r in records if r.applied and r.changed and not r.temporary and not r.failed]
 
 
 def record_json(record: GateRecord) -> dict[str, Any]:
@@ -189,7 +189,7 @@ class WriteAheadJournal:
         with self._lock:
             self._pending.pop(entry, None)
             self._open.discard(entry)
-            if undoable([record]) and not record.failed:
+            if undoable([record]):
                 self._done[entry] = record
             self._settled.notify_all()
             if self._finished:  # the journal is written whole already (``finish`` waited as long as it may)
@@ -214,7 +214,7 @@ class WriteAheadJournal:
         a file written just as Ctrl-C came is then journaled with the backup its write kept (a pending
         entry knows none), and one cut off stays pending."""
         with self._lock:
-            changes = [record_json(r) for r in undoable(kept) if not r.failed]  # a failed command did not happen
+            changes = [record_json(r) for r in undoable(kept)]
             if interrupted:
                 waiting = set(self._open)
                 self._settled.wait_for(lambda: not waiting & self._open, timeout=SETTLE_S)

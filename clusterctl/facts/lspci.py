@@ -18,7 +18,9 @@ from clusterctl.facts.health_model import PciDevice, PciDevices, PciLink
 from clusterctl.facts.model import ParseWarning
 from clusterctl.facts.table import blocks
 
-_HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:]+?):\s*(.*)$")
+#: A device line's address (domain optional) and class, ``3b:00.0 3D controller:`` (``health read`` knows lspci by it).
+DEVICE = r"((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:]+?):"
+_HEADER = re.compile(rf"^{DEVICE}\s*(.*)$")
 #: ``Speed unknown`` is a link that is down (``Width x0``), or a speed the lspci predates: its width still counts.
 _LINK = re.compile(r"Speed\s+(?:([\d.]+)GT/s|unknown)(?:\s*\((\w+)\))?,\s*Width\s+x(\d+)(?:\s*\((\w+)\))?")
 _BUS = re.compile(r"Bus:\s*primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)")

@@ -25,7 +25,8 @@ MARKER = "###"
 MARKER_FILES = "@@clusterctl@@"
 
 
-_HEADERS = {m: re.compile(rf"^{re.escape(m)} (\S+)\s*$") for m in (MARKER, MARKER_FILES)}
+#: A header line by its marker; group 1 is the section's name.
+HEADERS = {m: re.compile(rf"^{re.escape(m)} (\S+)\s*$") for m in (MARKER, MARKER_FILES)}
 
 
 @dataclass(frozen=True)
@@ -110,20 +111,19 @@ def section_command(sections: Sequence[tuple[str, str]], *, marker: str = MARKER
 
 
 def split_sections(text: str, what: str, *, marker: str = MARKER) -> Sections:
-    header = _HEADERS.get(marker) or re.compile(rf"^{re.escape(marker)} (\S+)\s*$")
     opening = f"{marker} "  # a header line starts so: the pattern runs on those lines alone
     lines = text.splitlines()
     # The header lines first, then each section is one slice (a health probe's output is ~3,500 lines a host).
-    starts = [index for index, line in enumerate(lines) if line.startswith(opening) and header.match(line)]
+    names = {index: match.group(1) for index, line in enumerate(lines)
+             if line.startswith(opening) and (match := HEADERS[marker].match(line))}
+    starts = list(names)
     for index in range(starts[0] if starts else len(lines)):
         if lines[index].strip():
             raise ParseError(what, f"output does not start with a '{marker} <section>' line", line=index + 1,
                              text=lines[index])
     found = Sections(what)
     for position, index in enumerate(starts):
-        match = header.match(lines[index])
-        assert match is not None
-        name = match.group(1)
+        name = names[index]
         if name in found:
             raise ParseError(what, f"section '{name}' appears twice", line=index + 1, text=lines[index])
         end = starts[position + 1] if position + 1 < len(starts) else len(lines)

@@ -24,7 +24,7 @@ from clusterctl.facts.base import missing_reason, not_found
 from clusterctl.facts.health_model import DcgmDiag, IBCounters, KernelLog, NvidiaSmiQuery, NVLinkErrors, PciDevices
 from clusterctl.facts.model import NVLinkStatus, RDMADevices
 from clusterctl.facts.nvsmi_query import LOST_GPU
-from clusterctl.facts.sections import MARKER, split_sections
+from clusterctl.facts.sections import HEADERS, MARKER, split_sections
 from clusterctl.facts.shared import parse_shared
 from clusterctl.transport.base import CommandResult
 
@@ -238,7 +238,6 @@ _NEXT_HEADER = "\n" + _HEADER_OPENING
 #: read the long way (``text()`` then ``split_probe_output``), so that it reads exactly as a pasted one.
 _ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_HEADER = re.compile(rf"^{re.escape(MARKER)} (\S+)\s*$")
 
 
 def _next_header(text: str, start: int) -> int:
@@ -361,7 +360,7 @@ class ProbeCollector:
         """
         with self._lock:
             sections = self.sections
-            names = [_HEADER.match(s.header) for s in sections[1:]]
+            names = [HEADERS[MARKER].match(s.header) for s in sections[1:]]
             direct = (self._plain and len(sections) > 1 and not sections[0].lines_kept
                       and all(names) and len({m.group(1) for m in names if m}) == len(names))
             if direct:

@@ -29,6 +29,7 @@ def _has(pattern: str) -> Callable[[str], bool]:
 
 def _formats() -> list[tuple[str, str, Callable[[str], bool]]]:
     """(what the tool is called, the ``HostProbe`` attribute its output goes to, whether a text is one)."""
+    from clusterctl.facts import lspci
     from clusterctl.facts.dcgmi import looks_like_dcgmi
     from clusterctl.facts.nvsmi_query import LOST_GPU, looks_like_nvidia_smi_q
 
@@ -37,7 +38,7 @@ def _formats() -> list[tuple[str, str, Callable[[str], bool]]]:
         ("nvidia-smi -q", "smi", looks_like_nvidia_smi_q),
         ("nvidia-smi nvlink -e", "nvlink_errors", _has(r"Link \d+: [A-Za-z][\w /-]*: \d+")),
         ("nvidia-smi nvlink -s", "nvlink", _has(r"Link \d+: (?:[\d.]+ GB/s|<inactive>)")),
-        ("lspci -vvv", "pci", _has(r"^\s*(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: .*\n(?:\s+.*\n)*?\s+"
+        ("lspci -vvv", "pci", _has(rf"^\s*{lspci.DEVICE}.*\n(?:\s+.*\n)*?\s+"
                                    r"(?:Control:|Capabilities:|LnkSta:|Subsystem:)")),
         ("InfiniBand counters", "ib_counters", _has(r"/sys/class/infiniband/\S+/counters/\w+:\s*\d+|"
                                                     r"# Port (?:extended )?counters")),

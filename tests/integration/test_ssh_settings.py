@@ -242,6 +242,22 @@ def test_host_key_policy_follows_ssh_config_per_host(tmp_path: Path, monkeypatch
     assert [str(f.path) for f in override.files] == [str(tmp_path / "given")]
 
 
+def test_a_host_certificate_of_a_key_type_clusterctl_cannot_read_is_a_host_key_refusal(tmp_path: Path) -> None:
+    # A server may present a certificate for a key type the certificate reader does not know (DSA here).
+    cert_type = "ssh-dss-cert-v01@openssh.com"
+    blob = paramiko.Message()
+    blob.add_string(cert_type)
+    blob.add_string(b"nonce")
+    key = _key()
+    key.public_blob = paramiko.PublicBlob(cert_type, blob.asbytes())
+    target = resolve_target(name="gpu-c", address="10.0.0.7", config=None)
+    with pytest.raises(TransportError) as refused:
+        _check_in(KnownHosts(tmp_path / "known_hosts"), target, key, accept_new=True)
+    assert refused.value.kind is FailureKind.HOST_KEY_REFUSED
+    assert cert_type in refused.value.message and "cannot check" in refused.value.message
+    assert not (tmp_path / "known_hosts").exists()  # nothing recorded for it
+
+
 def test_known_hosts_found_by_name_in_the_files_order_with_patterns_still_matched(tmp_path: Path) -> None:
     # Plain names are found without matching every line (a fleet's file of N hosts costs N look-ups);
     # what a host gets is still every line that names it, in the file's order, patterns included.

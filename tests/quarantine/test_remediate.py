@@ -17,6 +17,7 @@ from kube_sim import KubeSim
 from clusterctl.bootstrap.cluster.alerts import render_alertmanager_receiver
 from clusterctl.fanout import Runner
 from clusterctl.inventory.loader import load_inventory
+from clusterctl.quarantine.drain import DrainOptions
 from clusterctl.quarantine.receiver import REJECTED_NAMED, Remediator, serve
 from clusterctl.quarantine.webhook_payload import parse_payload
 from clusterctl.quarantine.webhook_server import ListenAddress, Security
@@ -73,6 +74,17 @@ def test_an_alert_quarantines_and_drains_the_host_it_names_once(sim: KubeSim) ->
     assert seen[0] == "drain" and set(seen[1:]) == {"duplicate"}, seen
     # One undo journal: the repeats changed nothing and left none.
     assert len([p for p in (sim.root / "undo").iterdir() if p.suffix == ".json"]) == 1
+
+
+def test_a_quarantined_host_whose_evictions_are_refused_again_is_a_duplicate(sim: KubeSim) -> None:
+    """A budget that allows no disruption refuses every eviction: the repeat alert changed nothing (a refused
+    eviction did not happen), so it is logged as a duplicate, not as a second drain."""
+    sim.deploy("web", 10, min_available=10)
+    receiver, log = remediator(sim, drain_options=DrainOptions(timeout_s=0.5, retry_every_s=0.1))
+    handled(receiver, payload(("GPUFellOffTheBus", "gpu-03")))
+    handled(receiver, payload(("GPUFellOffTheBus", "gpu-03")))
+    seen = [d["decision"] for d in decisions(log) if d.get("host") == "gpu-03"]
+    assert seen == ["drain", "duplicate"], seen
 
 
 def test_hosts_outside_the_inventory_reports_and_resolved_alerts_change_nothing(sim: KubeSim) -> None:

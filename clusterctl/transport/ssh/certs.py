@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import paramiko
 
+from clusterctl.transport.base import FailureKind, TransportError
+
 HOST_CERT = 2
 CERT_SUFFIX = "-cert-v01@openssh.com"
 
@@ -93,7 +95,8 @@ def parse_certificate(blob: bytes) -> HostCertificate:
         key_msg.add_mpint(n)
         plain_type = "ssh-rsa"
     else:
-        raise ValueError(f"unsupported certificate type {cert_type}")
+        raise TransportError(FailureKind.HOST_KEY_REFUSED,
+                             f"it presented a host certificate of type {cert_type}, which clusterctl cannot check")
     msg.get_int64()  # serial
     kind = msg.get_int()
     key_id = msg.get_text()
