@@ -79,6 +79,18 @@ def test_chmod_refuses_a_bad_mode_before_any_file_and_goes_on_past_a_missing_one
     assert t.machine.host.fs.local("/tmp/f").stat().st_mode & 0o777 == 0o600
 
 
+def test_chmod_recurses_with_r_and_refuses_an_option_it_does_not_do(tmp_path: Path) -> None:
+    """``chmod -R`` changes the folder and everything under it (it changed the folder alone); ``-v``, which
+    the simulator does not print for, is refused as GNU chmod refuses an option it lacks; '-w' stays a mode."""
+    t = node(write_cluster(tmp_path))
+    assert t.run("mkdir -p /tmp/d/e && touch /tmp/d/e/f && chmod -R 700 /tmp/d").ok
+    assert [t.machine.host.fs.local(p).stat().st_mode & 0o777 for p in ("/tmp/d", "/tmp/d/e/f")] == [0o700] * 2
+    assert t.run("chmod -w /tmp/d/e/f").ok and t.machine.host.fs.local("/tmp/d/e/f").stat().st_mode & 0o777 == 0o500
+    refused = t.run("chmod -v 600 /tmp/d")
+    assert (refused.exit_code, refused.stderr) == (1, "chmod: invalid option -- 'v'\n"
+                                                      "Try 'chmod --help' for more information.\n")
+
+
 def test_head_and_tail_count_lines_as_gnus_do(tmp_path: Path) -> None:
     """``head -n -N`` leaves out the last N lines and ``tail -n +N`` starts at line N (they were taken for
     the first and the last N); a count that is no number is refused."""

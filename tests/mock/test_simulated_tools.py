@@ -247,6 +247,29 @@ def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None
     assert (patched.exit_code, patched.stdout) == (0, "node/gpu-a1 patched\n")  # it was an unknown command
 
 
+def test_kubectl_deletes_a_lease_named_either_way(tmp_path: Path) -> None:
+    """``kubectl delete lease/N`` deletes the Lease as ``delete lease N`` does (it looked among the applied
+    objects and said NotFound); ``--ignore-not-found`` then says nothing of the one gone."""
+    from clusterctl.mock.machine import MockMachine
+    from clusterctl.mock.profile import load_profile
+
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "profile.yaml").write_text(
+        'simulate: true\nmachine:\n  packages:\n    installed: {kubeadm: "1.37.2-1.1", kubectl: "1.37.2-1.1"}\n')
+    host = MockMachine.open(load_profile(str(tmp_path / "profile")), tmp_path / "state", "gpu-a1")
+    init = b"apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration: {name: gpu-a1}\n"
+    assert host.run_line("kubeadm init --config /dev/stdin", init).exit_code == 0
+    kubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+    lease = b"apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: gate, namespace: kube-system}\n"
+    for words in ("lease/gate", "lease gate"):
+        assert host.run_line(f"{kubectl} create -f -", lease).exit_code == 0
+        deleted = host.run_line(f"{kubectl} delete {words} -n kube-system")
+        assert (deleted.exit_code, deleted.stdout) == \
+            (0, 'lease.coordination.k8s.io "gate" deleted from kube-system namespace\n'), words
+    gone = host.run_line(f"{kubectl} delete lease/gate -n kube-system --ignore-not-found")
+    assert (gone.exit_code, gone.stdout, gone.stderr) == (0, "", "")
+
+
 def test_a_package_the_profile_holds_is_held_for_every_apt_tool(tmp_path: Path) -> None:
     """``machine.packages.held``: apt-mark lists the hold, apt-get keeps to it, and ``apt-mark unhold`` releases it
     (dpkg-query alone saw it, and still did after the unhold)."""

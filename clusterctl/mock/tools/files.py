@@ -259,8 +259,9 @@ def _mode(spec: str, current: int) -> int:
 
 
 def chmod(ctx: ToolContext) -> ToolResult:
-    args = [a for a in ctx.args if a not in ("-R", "-v")]
-    if len(args) < 2:
+    dash_mode = [a for a in ctx.args if re.fullmatch(r"-[rwx]+", a)][:1]  # GNU chmod reads '-w' as a mode
+    flags, operands = _options([a for a in ctx.args if a not in dash_mode], "R")
+    if len(args := dash_mode + operands) < 2:
         raise _Usage(f"missing operand after '{args[0]}'" if args else "missing operand")
     spec, *paths = args
     _mode(spec, 0)  # a bad mode is refused before any file is looked at, as GNU chmod does
@@ -269,7 +270,10 @@ def chmod(ctx: ToolContext) -> ToolResult:
         local = ctx.fs.local(ctx.path(path))
         if not local.exists():
             return ctx.fail(f"chmod: cannot access '{path}': No such file or directory\n")
-        local.chmod(_mode(spec, stat_mod.S_IMODE(local.stat().st_mode)))
+        # -R goes down the folder but, as GNU's does, changes no link it meets there
+        below = local.rglob("*") if "R" in flags else iter(())
+        for each_path in [local, *(p for p in below if not p.is_symlink())]:
+            each_path.chmod(_mode(spec, stat_mod.S_IMODE(each_path.stat().st_mode)))
         return ToolResult()
 
     return each(paths, change)

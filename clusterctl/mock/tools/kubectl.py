@@ -5,7 +5,7 @@ Supported: ``get --raw /readyz``; ``get nodes [NAME] -o json``; ``get [-n NS] KI
 ``get -n kube-system configmap kubeadm-config -o jsonpath={.data.ClusterConfiguration}``;
 ``apply [--server-side]`` and ``create`` ``-f FILE|URL|-``;
 ``rollout status KIND/NAME -n NS``; ``wait --for=jsonpath={.status.phase}=PHASE pod/NAME``;
-``logs``; ``delete`` (nodes, pods and applied objects); ``patch node N --subresource=status`` and token Secrets
+``logs``; ``delete`` (nodes, pods, Leases, applied objects); ``patch node N --subresource=status`` and token Secrets
 (``kubectl_status``); Leases (``kubectl_lease``: get, create and replace with compare-and-swap on
 ``resourceVersion``); and on nodes and their pods (``kubectl_nodes``): ``taint``, ``cordon``,
 ``uncordon``, ``annotate``, ``get pods -A --field-selector spec.nodeName=N -o json``, evictions
@@ -92,9 +92,9 @@ def _not_found(kind: str, name: str) -> ToolResult:
 
 
 def _kept(kube: dict[str, Any], kind: str, namespace: str, name: str) -> tuple[dict[str, Any], str]:
-    """Where the simulated cluster keeps an object, and its key there: nodes and pods apart from the applied
-    objects (a pod also when a workload made it)."""
-    if kind in ("node", "pod"):
+    """Where the simulated cluster keeps an object, and its key there: nodes, pods and Leases apart from the
+    applied objects (a pod also when a workload made it)."""
+    if kind in ("node", "pod", "lease"):
         return kube.setdefault(kind + "s", {}), f"{namespace}/{name}" if namespace else name
     return kube.setdefault("objects", {}), _key(kind, namespace, name)
 

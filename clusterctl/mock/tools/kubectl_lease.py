@@ -1,4 +1,4 @@
-"""``kubectl`` on ``coordination.k8s.io`` Leases: get, create and replace with compare-and-swap, delete.
+"""``kubectl`` on ``coordination.k8s.io`` Leases: get, create and replace with compare-and-swap.
 
 What ``remediate serve`` coordinates its receivers with (``clusterctl/quarantine/cluster_lease.py``).
 Every write takes the next ``resourceVersion`` of the simulated cluster under its one lock, so
@@ -30,9 +30,9 @@ RESOURCE = "leases.coordination.k8s.io"
 
 
 def handles(words: list[str], docs: list[dict[str, Any]]) -> bool:
-    """Whether this line is a Lease verb: ``get lease``, ``delete lease`` (the kind as ``kubectl`` read it),
-    or ``create``/``replace -f`` of a Lease (``docs``: what its ``-f`` holds)."""
-    if words[:2] in (["get", "lease"], ["delete", "lease"]):
+    """Whether this line is a Lease verb: ``get lease`` (the kind as ``kubectl`` read it), or
+    ``create``/``replace -f`` of a Lease (``docs``: what its ``-f`` holds); kubectl's ``delete`` deletes them."""
+    if words[:2] == ["get", "lease"]:
         return True
     return words in (["create"], ["replace"]) and docs[:1] != [] and docs[0].get("kind") == "Lease"
 
@@ -65,16 +65,10 @@ def _stored(kube: dict[str, Any], doc: dict[str, Any], namespace: str, previous:
 def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[dict[str, Any]],
         source: str) -> ToolResult:
     namespace = options.get("--namespace", "default")
-    if words[0] in ("get", "delete"):
+    if words[0] == "get":
         if len(words) < 3:
             return ctx.fail("error: resource name may not be empty\n")
         name = words[2]
-        if words[0] == "delete":  # the real tests' clean-up (tests/upstream/test_real_remediate.py)
-            with ks.edit(ctx) as kube:
-                leases = kube.setdefault("leases", {})
-                if leases.pop(_key(namespace, name), None) is None:
-                    return ks.not_found(RESOURCE, name)
-            return ctx.ok(f'lease.coordination.k8s.io "{name}" deleted from {namespace} namespace\n')
         lease = (ks.read(ctx).get("leases") or {}).get(_key(namespace, name))
         if lease is None:
             return ks.not_found(RESOURCE, name)
