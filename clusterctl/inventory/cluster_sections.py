@@ -151,7 +151,7 @@ def _label(key: Any, value: Any, where: str) -> tuple[str, str]:
 def endpoint_setting(value: str, where: str) -> str:
     """``host`` or ``host:port`` of the API server; the port defaults to 6443."""
     host, port = by_rule(values.host_port, text_setting(value, where), where)
-    return f"[{host}]:{port or 6443}" if ":" in host else f"{host}:{port or 6443}"
+    return values.join_host_port(host, port or 6443)
 
 
 def _optional_registry(data: Mapping[str, Any], where: str) -> str | None:

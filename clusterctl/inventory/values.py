@@ -134,6 +134,11 @@ def host_port(value: Any, what: str, hint: str | None = None) -> tuple[str, int 
         raise BadValue(f"{what} {given!r} is not host[:port]: {exc.message}", hint) from None
 
 
+def join_host_port(host: str, port: int | str) -> str:
+    """``host:port`` as ``host_port`` reads it back and a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def jump_hops(chain: str) -> tuple[tuple[str | None, str, int | None], ...]:
     """The hops of a ProxyJump chain (``none``: no hop), each ``user_host_port`` with a host by ``address``'s rule:
     the one reading of an inventory's jump host (at load) and of ssh_config's ProxyJump."""

@@ -59,7 +59,7 @@ class ListenAddress:
 
     def url(self, port: int, *, tls: bool = False) -> str:
         """The webhook's URL on ``port`` (the one bound: ``--listen :0`` asks for any)."""
-        return f"{'https' if tls else 'http'}://{_peer((self.host, port))}/webhook"
+        return f"{'https' if tls else 'http'}://{values.join_host_port(self.host, port)}/webhook"
 
 
 def parse_listen(text: str) -> ListenAddress:
@@ -257,7 +257,7 @@ def _peer(address: Any) -> str:
         host, port = address[0], address[1]
     except (TypeError, IndexError):
         return str(address)
-    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return values.join_host_port(str(host), port)
 
 
 def _subject(sock: Any) -> str:

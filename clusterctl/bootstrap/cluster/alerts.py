@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from clusterctl.inventory.cluster_sections import AlertSettings
+from clusterctl.inventory.values import join_host_port
 from clusterctl.promql_text import host_alternation
 from clusterctl.templating import render
 
@@ -139,8 +140,7 @@ def receiver_url(settings: AlertSettings, control_plane_address: str) -> str:
     """Where Alertmanager reaches ``remediate serve``: the inventory's, else https on the first control plane."""
     if settings.receiver_url:
         return settings.receiver_url
-    host = f"[{control_plane_address}]" if ":" in control_plane_address else control_plane_address
-    return f"https://{host}:{RECEIVER_PORT}/webhook"
+    return f"https://{join_host_port(control_plane_address, RECEIVER_PORT)}/webhook"
 
 
 def render_receiver_for(settings: AlertSettings, control_plane_address: str) -> str:
