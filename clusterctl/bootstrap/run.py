@@ -27,6 +27,7 @@ from clusterctl.engine.run import (
     RunSettings,
     SkipReason,
     Status,
+    command_line,
     finished,
     run_phases,
 )
@@ -57,6 +58,9 @@ class BootstrapRequest:
     #: What the command line chose for the phases (``--force``, ``--allow-downgrade``...); ``run_options``
     #: adds the run's hosts, survey, mode and journals.
     options: RunOptions = field(default_factory=RunOptions)
+    #: ``-l`` and ``--only`` as given: the line that goes on after an interrupt names the same hosts.
+    limit: str | None = None
+    only: str | None = None
 
 
 def run(
@@ -92,8 +96,10 @@ def run(
     settings = RunSettings(apply=request.apply, resume=request.resume, force_unlock=request.force_unlock,
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, answered=answered, confirmations=confirmations,
-                           journal=journal, resume_hint="clusterctl reset --yes" if request.phase == "reset" else
-                           f"clusterctl {command} --resume --yes")
+                           journal=journal, resume_hint=command_line(  # reset has no --resume: it runs again
+                               *(("reset",) if request.phase == "reset" else command.split()),
+                               *(("--only", request.only) if request.only else ()), limit=request.limit,
+                               skip_phases=request.skip_phases, resume=request.phase != "reset"))
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if resumed_with:
         report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")

@@ -31,7 +31,7 @@ from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate, mak
 from clusterctl.cluster_access import NO_CERTIFICATES, not_usable, read_answer, reason
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, run_phases, select_phases
+from clusterctl.engine.run import RunSettings, command_line, run_phases, select_phases
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kubeadm_certs import COMMAND, CertExpiration, parse_check_expiration
@@ -319,12 +319,11 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     phases = select_phases(RENEW_PHASES, None, request.skip_phases, command="certs renew")
     check(runner, hosts)  # no certificates to renew where no cluster runs: exit 2 before any step
     chosen = control_planes(hosts)
-    goes_on = ["clusterctl", *(("-l", request.limit) if request.limit else ()), "certs", "renew",
-               *(("--skip-phases", request.skip_phases) if request.skip_phases else ()), "--resume", "--yes"]
     settings = RunSettings(apply=request.apply, resume=request.resume, options=request, progress=progress,
                            batches=[[h.name] for h in chosen],
                            journal=place.journal("certs renew") if request.apply else None,
-                           resume_hint=shlex.join(goes_on))
+                           resume_hint=command_line("certs", "renew", limit=request.limit,
+                                                    skip_phases=request.skip_phases, resume=True))
     return run_phases(inventory, chosen, runner, phases, settings)
 
 

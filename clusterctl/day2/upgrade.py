@@ -59,7 +59,7 @@ from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, SkipReason, Status, finished, select_phases, step_json
+from clusterctl.engine.run import RunSettings, SkipReason, Status, command_line, finished, select_phases, step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
@@ -194,11 +194,9 @@ class UpgradeRequest:
         out a plan, and (``going_on``) what goes on after an interrupt: ``--resume`` (the target is the progress
         file's), but for 'upgrade phase', which has none: it runs again, each phase reading where its node stands."""
         resume = going_on and not self.phase
-        return shlex.join(["clusterctl", *(("-l", self.limit) if self.limit else ()), "upgrade",
-                           *(("phase", self.phase) if self.phase else ("apply",)),
-                           *(() if resume else ("--to", target)),
-                           *(("--skip-phases", self.skip_phases) if self.skip_phases else ()),
-                           *(("--resume",) if resume else ()), *(("--yes",) if going_on else ())])
+        return command_line("upgrade", *(("phase", self.phase) if self.phase else ("apply",)),
+                            *(() if resume else ("--to", target)), limit=self.limit, skip_phases=self.skip_phases,
+                            resume=resume, yes=going_on)
 
 
 # --- what the phases share ---------------------------------------------------------------------------------

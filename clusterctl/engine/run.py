@@ -24,6 +24,7 @@ in the journal, so ``undo`` or ``--resume`` completes it every time.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 import uuid
@@ -315,6 +316,14 @@ def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None
     if not chosen:
         raise UsageError("--skip-phases leaves no phase to run", field="--skip-phases")
     return chosen
+
+
+def command_line(*words: str, limit: str | None, skip_phases: str | None, resume: bool, yes: bool = True) -> str:
+    """``clusterctl WORDS`` for the run's own hosts (``-l``) and phases (``--skip-phases``): what goes on after an
+    interrupt (``RunSettings.resume_hint``; ``resume``: the command has ``--resume``) or carries out a plan."""
+    return shlex.join(["clusterctl", *(("-l", limit) if limit else ()), *words,
+                       *(("--skip-phases", skip_phases) if skip_phases else ()),
+                       *(("--resume",) if resume else ()), *(("--yes",) if yes else ())])
 
 
 class _Unconnected(Transport):

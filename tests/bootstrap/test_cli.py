@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 from typing import ClassVar
@@ -258,3 +259,22 @@ def test_a_pod_or_service_range_that_holds_a_hosts_own_address_fails_preflight(
     assert code == 1 and set(held) == {"gpu-b1", "gpu-b2", "gpu-b3"} | (
         {"gpu-a1", "gpu-a2", "gpu-a3"} if "pod" in subnet else set()), held
     assert subnet.split(":")[0] in held["gpu-b1"] and "10.0.1.11" in held["gpu-b1"]
+
+
+@pytest.mark.parametrize(("run", "goes_on"), [
+    (["bootstrap", "--skip-phases", "packages"], "bootstrap --skip-phases packages --resume --yes"),
+    (["bootstrap", "phase", "kernel", "--only", "gpu-b*"], "bootstrap phase kernel --only 'gpu-b*' --resume --yes"),
+    (["reset"], "reset --yes")])  # reset keeps no progress: it runs again
+def test_an_interrupted_run_of_some_hosts_and_phases_goes_on_with_those(
+        run: list[str], goes_on: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line that goes on after Ctrl-C names the run's hosts and the phases it left out: it said
+    'bootstrap --resume --yes', which ran every phase on every host of the inventory."""
+    import signal
+
+    from day2.interrupts import Cut, interrupted
+
+    cut = Cut("kernel", "modprobe", host="gpu-b1") if run[0] == "bootstrap" else Cut("reset", "", host="gpu-b1")
+    cut_short = interrupted(monkeypatch, cut, signal.SIGINT, "-i", DEMO, "-l", "gpu-b1,gpu-b2", *run, "--yes")
+    assert f"to go on where it stopped: clusterctl -l gpu-b1,gpu-b2 {goes_on}" in cut_short.stderr, cut_short.stderr
+    went_on = run_cli("-i", DEMO, "-o", "json", "-l", "gpu-b1,gpu-b2", *shlex.split(goes_on)).json()
+    assert went_on["hosts"] == ["gpu-b1", "gpu-b2"] and "packages" not in went_on["phases"]
