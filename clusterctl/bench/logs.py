@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,15 +10,13 @@ from clusterctl.bench.judge import judge_link, saved_link
 from clusterctl.bench.nccl_tests import NcclHostRun, judge_nccl
 from clusterctl.bench.payload import nccl_record, perftest_record
 from clusterctl.errors import ParseError, UsageError
-from clusterctl.facts.nccltests import parse_nccl_tests
+from clusterctl.facts.nccltests import looks_like_nccl_tests, parse_nccl_tests
 from clusterctl.facts.perftest import parse_perftest
 from clusterctl.facts.rdma import link_rate
 from clusterctl.findings import Finding
 from clusterctl.inputfile import read_text_input
 from clusterctl.inventory.model import Fabric
 from clusterctl.saved_survey import load_saved_survey
-
-_NCCL_MARKERS = re.compile(r"Avg bus bandwidth|\bsize\s+count\s+type\s|\bnThread\s+\d+\s+nGpus|_perf(?:_\w+)?\b")
 
 
 @dataclass(frozen=True)
@@ -40,7 +37,7 @@ def report_text(name: str, text: str, *, rate_gbps: float | None = None, limits:
     log is judged by ``judge_nccl`` as ``bench nccl`` judges a run, a multi-node one against its inter-node links
     (``clusterctl.bench.net_capacity``): the NICs its own NCCL INFO lines name, their speed from the log,
     ``rate_gbps`` (each NIC's) or ``survey_ports``."""
-    if _NCCL_MARKERS.search(text):
+    if looks_like_nccl_tests(text):
         nccl = parse_nccl_tests(text)
         run = NcclHostRun(name, "", text, nccl, nccl.failure(), host_gpus=gpus_per_host, nic_ports=survey_ports)
         judged, _ = judge_nccl([run], nccl.collective or "", nic_rate_gbps=rate_gbps, about_kind="file")

@@ -32,10 +32,11 @@ own summary.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ParseError
-from clusterctl.facts.clean import clean, without_mpi_tags
+from clusterctl.facts.clean import Cleaned, clean, without_mpi_tags
 from clusterctl.facts.model import ParseResult, ParseWarning
 from clusterctl.facts.nccl_info import NcclNetInfo, parse_nccl_info
 from clusterctl.facts.table import figure
@@ -250,6 +251,20 @@ def _row(tokens: list[str], columns: list[str], number: int, line: str) -> NcclR
     )
 
 
+def _lines(pasted: Cleaned) -> Iterator[tuple[int, str]]:
+    """The log's lines as the parser reads them, each with its number: launchers' rank tags taken off."""
+    for cleaned in without_mpi_tags(pasted.lines):
+        # A GitHub paste's Markdown: '\#' escapes the '#' lines, and rows come as a table's '8 | 2 | float | ...'.
+        yield cleaned.number, re.sub(r"^(\s*)\\#", r"\1#", cleaned.text)
+
+
+def looks_like_nccl_tests(text: str) -> bool:
+    """Whether ``text`` is an nccl-tests log, not perftest's (``bench report``): it names an nccl-tests binary,
+    or holds a line this parser reads as the table's header, the setup or the summary."""
+    return bool(_TOOL.search(text)) or any(pattern.match(line) for _, line in _lines(clean(text))
+                                           for pattern in (_HEADER, _SETUP, _AVG))
+
+
 def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None = None) -> NcclTestResult:
     """Parse one nccl-tests run (one or many ranks' output, any version); ``min_bw``: the ``NCCL_TESTS_MIN_BW``
     it ran with, where the caller set it (else the log's command line says).
@@ -282,9 +297,7 @@ def parse_nccl_tests(text: str, *, test: str | None = None, min_bw: str | None =
         test = next((found.group(1) for raw in text.splitlines()
                      if not _NCCL_LOG.search(raw) and (found := _TOOL.search(raw))), None)
     min_bw = min_bw or next((found.group(1) for found in _MIN_BW.finditer(text)), None)
-    for cleaned in without_mpi_tags(pasted.lines):
-        # A GitHub paste's Markdown: '\#' escapes the '#' lines, and rows come as a table's '8 | 2 | float | ...'.
-        number, line = cleaned.number, re.sub(r"^(\s*)\\#", r"\1#", cleaned.text)
+    for number, line in _lines(pasted):
         failure = _FAILURE.search(line)
         if failure:
             start = failure.start()
