@@ -423,8 +423,7 @@ class Gate:
         """
         summary = setup[-1].summary if setup else "temporary change"
         if self.apply and self._stopping():  # a worker that has not seen the interrupt yet: start nothing
-            raise TransportError(FailureKind.INTERRUPTED, f"{transport.host.name}: not made, the run is stopping: "
-                                 + summary)
+            raise TransportError(FailureKind.INTERRUPTED, "not made, the run is stopping: " + summary)
         left = self._set_aside(transport.host.name, summary, cleanup) if self.apply else None
         try:
             yield [self.submit(transport, change, temporary=True) for change in setup]

@@ -97,17 +97,17 @@ def certs_renew(
     state_dir: str | None = STATE_DIR,
 ) -> None:
     from clusterctl.cli.changes_view import say_plan_step
-    from clusterctl.day2.certs import RenewRequest, renew, renew_summary
+    from clusterctl.day2.certs import RenewRequest, control_planes, renew, renew_summary
 
     app = app_context(ctx)
-    inventory = app.inventory()
-    confirm_change("renew the certificates and restart the control plane's static pods", [h.name for h in
-                   app.hosts() if h.is_control_plane], yes=yes, dry_run=dry_run,
+    selected = list(app.hosts())
+    confirm_change("renew the certificates and restart the control plane's static pods",
+                   [h.name for h in control_planes(selected)], yes=yes, dry_run=dry_run,
                    preview="clusterctl certs renew --dry-run")
     request = RenewRequest(apply=not dry_run, wait_s=wait, resume=resume, state_dir=state_dir,
                            skip_phases=skip_phases, limit=app.limit)
     with app.runner() as runner:
-        report = renew(runner, inventory, list(app.hosts()), request)
+        report = renew(runner, app.inventory(), selected, request)
     hosts = renew_summary(report)
 
     def table() -> None:

@@ -198,7 +198,7 @@ class Runner:
                     transport = self._pool.checkout(host, min(limit, self.step_timeout_s or limit))
                     holder.append(transport)
                     if stopping.is_set():
-                        raise TransportError(FailureKind.INTERRUPTED, f"{host.name}: interrupted before it started")
+                        raise TransportError(FailureKind.INTERRUPTED, "interrupted before it started")
                     value = task(TimeBoxedTransport(transport, begin + limit, step_s=self.step_timeout_s))
                 except BaseException as exc:  # every failure becomes the host's outcome
                     failure = failure_from(exc)

@@ -104,13 +104,13 @@ class MockTransport(Transport):
                 with guard:
                     result = machine.run_line(command, stdin or b"", timeout=timeout)
         except ReadOnlyViolation as exc:
-            raise TransportError(FailureKind.ERROR, f"{self.host.name}: {exc}") from None
+            raise TransportError(FailureKind.ERROR, str(exc)) from None
         except SimulatedFailure as exc:
             kind = FailureKind(exc.kind)
             if kind is FailureKind.TIMED_OUT:
                 message = f"no answer within {seconds(timeout)}: {command}" if timeout else str(exc)
                 raise TransportError(kind, message) from None
-            raise TransportError(kind, f"{self.host.name}: simulated failure") from None
+            raise TransportError(kind, "simulated failure") from None
         if request.on_line is not None:
             # The recorded output is handed on line by line, as a real host's would arrive.
             from clusterctl.transport.output import splitters
@@ -152,7 +152,7 @@ class MockTransport(Transport):
     def _answering(self) -> None:
         if powered_off(self.machine.host):
             # As ssh would find it: no route, no answer (clusterctl.mock.power).
-            raise TransportError(FailureKind.UNREACHABLE, f"{self.host.name}: no answer (switched off)")
+            raise TransportError(FailureKind.UNREACHABLE, "no answer (switched off)")
 
     def create_exclusive_then(self, path: str, data: bytes, command: str | None, *, sudo: bool = False) -> Exclusive:
         """Create ``path`` only if absent (``O_EXCL`` in the host's tree: racing processes agree), then ``command``."""

@@ -186,7 +186,7 @@ def wrap_command(
     )
 
 
-def sudo_refusal(host: str, result: CommandResult, *, had_password: bool) -> TransportError | None:
+def sudo_refusal(result: CommandResult, *, had_password: bool) -> TransportError | None:
     """A clear error when sudo itself (not the command) refused, naming the fix."""
     if result.exit_code == 0:
         return None
@@ -194,20 +194,20 @@ def sudo_refusal(host: str, result: CommandResult, *, had_password: bool) -> Tra
     if SUDO_PASSWORD_REJECTED.lower() in text:
         return TransportError(
             FailureKind.AUTH_FAILED,
-            f"{host}: sudo did not accept the sudo password given (--ask-sudo-pass, CLUSTERCTL_SUDO_PASS "
-            f"or CLUSTERCTL_SUDO_PASS_FILE); check it, or that this user may use sudo there",
+            "sudo did not accept the sudo password given (--ask-sudo-pass, CLUSTERCTL_SUDO_PASS "
+            "or CLUSTERCTL_SUDO_PASS_FILE); check it, or that this user may use sudo there",
         )
     if any(marker in text for marker in _SUDO_NEEDS_PASSWORD) and "sudo" in text:
         if had_password:
             return TransportError(
                 FailureKind.AUTH_FAILED,
-                f"{host}: sudo asks for a password on every call there (timestamp_timeout=0?) and did not "
-                f"take the one given",
+                "sudo asks for a password on every call there (timestamp_timeout=0?) and did not "
+                "take the one given",
             )
         return TransportError(
             FailureKind.AUTH_FAILED,
-            f"{host}: sudo needs a password there; rerun with --ask-sudo-pass (or set CLUSTERCTL_SUDO_PASS, "
-            f"or CLUSTERCTL_SUDO_PASS_FILE naming a file of mode 0600), or allow this user NOPASSWD sudo",
+            "sudo needs a password there; rerun with --ask-sudo-pass (or set CLUSTERCTL_SUDO_PASS, "
+            "or CLUSTERCTL_SUDO_PASS_FILE naming a file of mode 0600), or allow this user NOPASSWD sudo",
         )
     return None
 
@@ -318,7 +318,7 @@ class Transport:
         result = CommandResult(command, out.decode(errors="replace"), err.decode(errors="replace"), exit_code,
                                round(time.monotonic() - start, 4))
         if sudo:
-            refusal = sudo_refusal(self.host.name, result, had_password=self.sudo_password is not None)
+            refusal = sudo_refusal(result, had_password=self.sudo_password is not None)
             if refusal is not None:
                 raise refusal
         return result

@@ -54,10 +54,10 @@ def test_sudo_password_wrapper_keeps_the_password_out_of_the_command_line() -> N
 
 def test_sudo_refusals_name_the_fix() -> None:
     needs = CommandResult("id", "", "sudo: a password is required\n", 1, 0.1)
-    refusal = sudo_refusal("gpu1", needs, had_password=False)
+    refusal = sudo_refusal(needs, had_password=False)
     assert refusal is not None and refusal.kind is FailureKind.AUTH_FAILED
     assert "--ask-sudo-pass" in refusal.message
-    assert sudo_refusal("gpu1", CommandResult("id", "", "id: bad\n", 1, 0.1), had_password=False) is None
+    assert sudo_refusal(CommandResult("id", "", "id: bad\n", 1, 0.1), had_password=False) is None
 
 
 def test_results_and_errors_never_show_a_secret() -> None:

@@ -49,7 +49,7 @@ def test_sudo_refuses_in_the_words_sudo_refusal_reads(tmp_path: Path, monkeypatc
     for password in (False, True):
         line = wrap_command("id -u", sudo=True, sudo_password=password)
         ran = subprocess.run(["/bin/sh", "-c", line], input="pw\n", capture_output=True, text=True, check=False)
-        refusal = sudo_refusal("h1", CommandResult(line, ran.stdout, ran.stderr, ran.returncode, 0.0),
+        refusal = sudo_refusal(CommandResult(line, ran.stdout, ran.stderr, ran.returncode, 0.0),
                                had_password=password)
         assert refusal is not None and refusal.kind is FailureKind.AUTH_FAILED, ran.stderr
 

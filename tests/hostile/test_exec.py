@@ -176,12 +176,16 @@ def test_limit_at_retry_after_a_clean_run_selects_nothing_and_says_so(cli) -> No
 def test_a_host_name_that_is_no_dns_name_cannot_be_resolved_in_words(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # Each used to come back as "error: UnicodeError: encoding with 'idna' codec failed (...)".
     inventory, config = tmp_path / "inv.yaml", tmp_path / "ssh_config"
-    inventory.write_text(f"hosts:\n  n1: {{}}\n  n2: {{}}\n  {'x' * 64}: {{}}\n")
-    config.write_text("Host n1\n  HostName a..b\nHost n2\n  HostName x\u202ey\n")
+    inventory.write_text(f"hosts:\n  n1: {{}}\n  n2: {{}}\n  n3: {{}}\n  {'x' * 64}: {{}}\n")
+    config.write_text("Host n1\n  HostName a..b\nHost n2\n  HostName x\u202ey\n"
+                      "Host n3\n  HostName 10.9.9.9\n  ProxyJump bastion\nHost bastion\n  HostName c..d\n")
     ran = cli("-i", str(inventory), "--ssh-config", str(config), "exec", "--", "true")
     assert ran.code == 1
-    assert "n1: unreachable: n1: cannot resolve host name 'a..b' (not a DNS name)" in ran.err
-    assert "n2: unreachable: n2: cannot resolve host name 'x\\u202ey' (not a DNS name)" in ran.err
+    # The failed host's line names it once (it said "n1: unreachable: n1: cannot resolve ..."); a jump host
+    # that failed is named as one.
+    assert "FAILED n1: unreachable: cannot resolve host name 'a..b' (not a DNS name)" in ran.err
+    assert "FAILED n2: unreachable: cannot resolve host name 'x\\u202ey' (not a DNS name)" in ran.err
+    assert "FAILED n3: unreachable: jump host bastion: cannot resolve host name 'c..d' (not a DNS name)" in ran.err
     assert f"cannot resolve host name '{'x' * 64}' (not a DNS name)" in ran.err
     assert "Error" not in ran.err and "\u202e" not in ran.err
 

@@ -91,6 +91,16 @@ def test_chmod_recurses_with_r_and_refuses_an_option_it_does_not_do(tmp_path: Pa
                                                       "Try 'chmod --help' for more information.\n")
 
 
+def test_date_says_the_time_in_utc_and_refuses_an_option_it_lacks(tmp_path: Path) -> None:
+    """``date -u +FORMAT`` (what the backup names are made with) and ``--utc``; an option GNU date lacks is
+    refused with its message and exit 1 (it was ignored and the time printed)."""
+    t = node(write_cluster(tmp_path))
+    assert [t.run(f"date {words} +%z").stdout for words in ("-u", "--utc")] == ["+0000\n"] * 2
+    refused = t.run("date -z +%s")
+    assert (refused.exit_code, refused.stdout, refused.stderr) == (
+        1, "", "date: invalid option -- 'z'\nTry 'date --help' for more information.\n")
+
+
 def test_head_and_tail_count_lines_as_gnus_do(tmp_path: Path) -> None:
     """``head -n -N`` leaves out the last N lines and ``tail -n +N`` starts at line N (they were taken for
     the first and the last N); a count that is no number is refused."""

@@ -35,20 +35,21 @@ _USAGE_LINE = {"grep": "Usage: grep [OPTION]... PATTERNS [FILE]...\n"}
 _USAGE_EXIT = {"grep": 2, "ls": 2}
 
 
-def _options(args: list[str], letters: str, *, operand: str = "") -> tuple[dict[str, str], list[str]]:
+def _options(args: list[str], letters: str, *, operand: str = "", longs: dict[str, str] | None = None) \
+        -> tuple[dict[str, str], list[str]]:
     """``args`` as GNU getopt reads them (options anywhere before ``--``, bundled, a letter followed by ':' in
-    ``letters`` taking a value: ``-m 0755``, ``-m0755``): the value of each option given ("" for a flag) by its
-    letter, and the operands. An option not in ``letters``, or none of the operands when ``operand`` names them
-    for the message, is a usage error."""
+    ``letters`` taking a value: ``-m 0755``, ``-m0755``; a long name in ``longs`` as its letter): the value of each
+    option given ("" for a flag) by its letter, and the operands. An option not in ``letters`` or ``longs``, or
+    none of the operands when ``operand`` names them for the message, is a usage error."""
     try:
-        given, operands = getopt.gnu_getopt(args, letters)
+        given, operands = getopt.gnu_getopt(args, letters, list(longs or {}))
     except getopt.GetoptError as exc:
         raise _Usage(f"option requires an argument -- '{exc.opt}'" if "requires" in exc.msg
                      else f"unrecognized option '--{exc.opt}'" if exc.msg.startswith("option --")
                      else f"invalid option -- '{exc.opt}'") from None
     if operand and not operands:
         raise _Usage(f"missing {operand}")
-    return {name[1:]: value for name, value in given}, operands
+    return {(longs or {}).get(name[2:], name[1:]): value for name, value in given}, operands
 
 
 def cat(ctx: ToolContext) -> ToolResult:
@@ -383,9 +384,9 @@ def uname(ctx: ToolContext) -> ToolResult:
 
 
 def date(ctx: ToolContext) -> ToolResult:
-    fmt = next((a[1:] for a in ctx.args if a.startswith("+")), "%a %b %e %H:%M:%S %Z %Y")
-    utc = "-u" in ctx.args or "--utc" in ctx.args
-    return ToolResult(time.strftime(fmt, time.gmtime() if utc else time.localtime()) + "\n")
+    flags, operands = _options(ctx.args, "u", longs={"utc": "u", "universal": "u"})
+    fmt = next((a[1:] for a in operands if a.startswith("+")), "%a %b %e %H:%M:%S %Z %Y")
+    return ToolResult(time.strftime(fmt, time.gmtime() if "u" in flags else time.localtime()) + "\n")
 
 
 def hostname(ctx: ToolContext) -> ToolResult:

@@ -181,7 +181,7 @@ def _try_method(
     except paramiko.SSHException as exc:
         if not client.is_active():
             raise TransportError(
-                FailureKind.UNREACHABLE, f"{target.name}: connection lost during authentication: {exc}"
+                FailureKind.UNREACHABLE, f"connection lost during authentication: {exc}"
             ) from exc
         tried[-1] += f" ({exc})"
     return None
@@ -200,7 +200,7 @@ def authenticate(
             continue
         if allowed is not None and "publickey" not in allowed:
             break
-        remaining(deadline, "authentication", target)
+        remaining(deadline, "authentication")
         offer_key = partial(client.auth_publickey, target.user, attempt.key)
         rejected = _try_method(client, target, tried, attempt.label, offer_key)
         if rejected is not None:
@@ -210,7 +210,7 @@ def authenticate(
             return
     password = credentials.password if credentials else None
     if password is not None and target.password_authentication:
-        remaining(deadline, "authentication", target)
+        remaining(deadline, "authentication")
         # Revealed only inside the call: no object holds the plain text between attempts.
         rejected = _try_method(client, target, tried, "password",
                                lambda: client.auth_password(target.user, password.reveal()))
@@ -227,6 +227,6 @@ def authenticate(
     allowed_note = f"; the server allows: {', '.join(allowed)}" if allowed else ""
     raise TransportError(
         FailureKind.AUTH_FAILED,
-        f"{target.name}: {target.label} refused user {target.user!r}; tried: {what}{extra}{agent_note}"
+        f"{target.label} refused user {target.user!r}; tried: {what}{extra}{agent_note}"
         f"{allowed_note}",
     )

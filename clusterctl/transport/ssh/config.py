@@ -94,11 +94,11 @@ class SSHTarget:
         return f"{self.user}@{self.hostname}:{self.port}"
 
 
-def remaining(deadline: float, what: str, target: SSHTarget) -> float:
+def remaining(deadline: float, what: str) -> float:
     """The time left of a connection attempt's single deadline, shared by all of its steps."""
     left = deadline - time.monotonic()
     if left <= 0:
-        raise TransportError(FailureKind.TIMED_OUT, f"{target.name}: {what} did not finish in time")
+        raise TransportError(FailureKind.TIMED_OUT, f"{what} did not finish in time")
     return left
 
 

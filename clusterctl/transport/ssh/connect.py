@@ -118,15 +118,15 @@ def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
     except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: a name IDNA cannot encode ('a..b', a long label)
         reason = getattr(exc, "strerror", "not a DNS name")
         raise TransportError(
-            FailureKind.UNREACHABLE, f"{target.name}: cannot resolve host name {target.hostname!r} ({reason})"
+            FailureKind.UNREACHABLE, f"cannot resolve host name {target.hostname!r} ({reason})"
         ) from exc
     except ConnectionRefusedError as exc:
         raise TransportError(
-            FailureKind.UNREACHABLE, f"{target.name}: connection refused by {where} (no sshd listening?)"
+            FailureKind.UNREACHABLE, f"connection refused by {where} (no sshd listening?)"
         ) from exc
     except TimeoutError as exc:
         raise TransportError(
-            FailureKind.UNREACHABLE, f"{target.name}: no TCP connection to {where} within {seconds(timeout_s)}"
+            FailureKind.UNREACHABLE, f"no TCP connection to {where} within {seconds(timeout_s)}"
         ) from exc
     except OSError as exc:
         reason = {
@@ -134,7 +134,7 @@ def open_socket(target: SSHTarget, timeout_s: float) -> socket.socket:
             errno.ENETUNREACH: "network unreachable",
         }.get(exc.errno or 0, exc.strerror or str(exc))
         raise TransportError(
-            FailureKind.UNREACHABLE, f"{target.name}: cannot connect to {where}: {reason}"
+            FailureKind.UNREACHABLE, f"cannot connect to {where}: {reason}"
         ) from exc
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
@@ -162,7 +162,7 @@ def open_ssh(
     if on_transport is not None:
         on_transport(client)
     try:
-        budget = remaining(deadline, "the SSH handshake", target)
+        budget = remaining(deadline, "the SSH handshake")
         client.banner_timeout = budget
         client.handshake_timeout = budget
         client.auth_timeout = budget
@@ -191,7 +191,7 @@ def open_ssh(
                 raise _handshake_error(None, target, budget, banner_missing=True)
             raise TransportError(
                 FailureKind.TIMED_OUT,
-                f"{target.name}: {target.hostname}:{target.port} accepted the TCP connection but the "
+                f"{target.hostname}:{target.port} accepted the TCP connection but the "
                 f"SSH handshake did not finish within {seconds(budget)} (sshd hung or overloaded?)",
             )
         if not client.is_active():
@@ -220,13 +220,13 @@ def _handshake_error(
     if banner_missing or "banner" in text.lower():
         return TransportError(
             FailureKind.TIMED_OUT,
-            f"{target.name}: {target.hostname}:{target.port} accepted the TCP connection but sent "
+            f"{target.hostname}:{target.port} accepted the TCP connection but sent "
             f"no SSH banner within {seconds(budget)} (sshd hung, stopped or overloaded?)",
         )
     if isinstance(exc, (EOFError, ConnectionResetError)) or "eof" in text.lower():
         return TransportError(
             FailureKind.UNREACHABLE,
-            f"{target.name}: {target.hostname}:{target.port} closed the connection during "
+            f"{target.hostname}:{target.port} closed the connection during "
             "the SSH handshake" + (f" ({text})" if text else ""),
         )
-    return TransportError(FailureKind.ERROR, f"{target.name}: SSH handshake failed: {text}")
+    return TransportError(FailureKind.ERROR, f"SSH handshake failed: {text}")

@@ -211,7 +211,7 @@ def host_key_policy(target: SSHTarget, *, override: str | None, accept_new: bool
     strict = {"off": "no", "false": "no", "true": "yes", "ask": "yes"}.get(strict, strict)
     if strict not in ("yes", "accept-new", "no"):
         raise TransportError(
-            FailureKind.ERROR, f"{target.name}: StrictHostKeyChecking {strict!r} is not one of yes, accept-new, no"
+            FailureKind.ERROR, f"StrictHostKeyChecking {strict!r} is not one of yes, accept-new, no"
         )
     if accept_new and strict == "yes":
         strict = "accept-new"
@@ -240,7 +240,7 @@ def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey,
         key_type, key_b64 = key.get_name(), key.get_base64()
     fingerprint = sha256_fingerprint(base64.b64decode(key_b64))
     entries = policy.entries_for(name)
-    _refuse_revoked(entries, (key_b64,), f"{target.name}: the host key {key_type} {fingerprint} of {name} is")
+    _refuse_revoked(entries, (key_b64,), f"the host key {key_type} {fingerprint} of {name} is")
     plain = [(f, e) for f, e in entries if e.marker is None]
     if any(e.key_base64 == key_b64 for _, e in plain):
         _check_ip(policy, target, key_b64, peer_ip)
@@ -251,7 +251,7 @@ def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey,
         file, recorded = plain[0]
         raise TransportError(
             FailureKind.HOST_KEY_REFUSED,
-            f"{target.name}: HOST KEY CHANGED for {name} - possible man-in-the-middle attack! "
+            f"HOST KEY CHANGED for {name} - possible man-in-the-middle attack! "
             f"It offered {key_type} {fingerprint}, but {file.path}:{recorded.line_no} records "
             f"{recorded.key_type} {recorded.fingerprint}. If the host was really reinstalled, "
             f"remove that line "
@@ -266,7 +266,7 @@ def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey,
             )
         raise TransportError(
             FailureKind.HOST_KEY_REFUSED,
-            f"{target.name}: unknown host key for {name} ({key_type} {fingerprint}), not in "
+            f"unknown host key for {name} ({key_type} {fingerprint}), not in "
             f"{policy.describe_files()}.{cert_note} Verify this fingerprint with the host's administrator "
             f"(on the host: ssh-keygen -lf /etc/ssh/ssh_host_{key_type.split('-')[-1]}_key.pub), then rerun "
             f"with --accept-new-host-keys to record it (or set StrictHostKeyChecking accept-new for it).",
@@ -274,7 +274,7 @@ def check_host_key(policy: HostKeyPolicy, target: SSHTarget, key: paramiko.PKey,
     if not policy.user_files:
         raise TransportError(
             FailureKind.HOST_KEY_REFUSED,
-            f"{target.name}: unknown host key for {name} ({key_type} {fingerprint}) and no known_hosts file "
+            f"unknown host key for {name} ({key_type} {fingerprint}) and no known_hosts file "
             f"to record it in (UserKnownHostsFile none)",
         )
     if policy.strict == "no":
@@ -298,7 +298,7 @@ def _refuse_revoked(entries: list[tuple[KnownHosts, KnownHostLine]], keys: tuple
 def _certificate_trusted(policy: HostKeyPolicy, target: SSHTarget, name: str, cert: HostCertificate) -> bool:
     """True when a @cert-authority line for ``name`` signed this valid host certificate."""
     _refuse_revoked(policy.entries_for(name), (cert.ca_base64, cert.key_base64),
-                    f"{target.name}: the host certificate of {name} uses a key")
+                    f"the host certificate of {name} uses a key")
     authorities = [(f, e) for f, e in policy.entries_for(name, authorities=True) if e.key_base64 == cert.ca_base64]
     if not authorities:
         return False
@@ -308,7 +308,7 @@ def _certificate_trusted(policy: HostKeyPolicy, target: SSHTarget, name: str, ce
         file, entry = authorities[0]
         raise TransportError(
             FailureKind.HOST_KEY_REFUSED,
-            f"{target.name}: the host certificate of {name} (key id {cert.key_id!r}) is signed by the CA in "
+            f"the host certificate of {name} (key id {cert.key_id!r}) is signed by the CA in "
             f"{file.path}:{entry.line_no} but {problem}",
         )
     return True

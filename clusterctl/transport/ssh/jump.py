@@ -52,23 +52,21 @@ class JumpPool:
 jump_pool = JumpPool()
 
 
-def direct_tcpip(
-    via: paramiko.Transport, dest: SSHTarget, final: SSHTarget, deadline: float
-) -> paramiko.Channel:
-    """A channel through ``via`` to ``dest``; ``final`` is the host it is for, named in errors."""
+def direct_tcpip(via: paramiko.Transport, dest: SSHTarget, deadline: float) -> paramiko.Channel:
+    """A channel through ``via`` to ``dest``."""
     try:
         return via.open_channel(
             "direct-tcpip",
             (dest.hostname, dest.port),
             ("127.0.0.1", 0),
-            timeout=remaining(deadline, "the jump host's forwarding", final),
+            timeout=remaining(deadline, "the jump host's forwarding"),
         )
     except paramiko.ChannelException as exc:
         raise TransportError(
             FailureKind.UNREACHABLE,
-            f"{final.name}: the jump host could not connect to {dest.hostname}:{dest.port}: {exc.text}",
+            f"the jump host could not connect to {dest.hostname}:{dest.port}: {exc.text}",
         ) from exc
     except (paramiko.SSHException, EOFError, OSError) as exc:
         raise TransportError(
-            FailureKind.UNREACHABLE, f"{final.name}: forwarding through the jump host failed: {exc}"
+            FailureKind.UNREACHABLE, f"forwarding through the jump host failed: {exc}"
         ) from exc

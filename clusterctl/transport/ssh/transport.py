@@ -91,7 +91,7 @@ class SSHTransport(Transport):
             self._pending.clear()
             if self._closed:  # close() ran while we were connecting: do not leave a connection behind
                 client.close()
-                raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed while connecting")
+                raise TransportError(FailureKind.TIMED_OUT, "connection closed while connecting")
             self._client = client
             return client
 
@@ -100,7 +100,7 @@ class SSHTransport(Transport):
     ) -> socket.socket | paramiko.Channel:
         """A socket to the target, directly or through its ProxyJump chain."""
         if not target.jump:
-            sock = open_socket(target, remaining(deadline, "the TCP connection", target))
+            sock = open_socket(target, remaining(deadline, "the TCP connection"))
             self._sock = sock
             return sock
         via: paramiko.Transport | None = None
@@ -125,18 +125,19 @@ class SSHTransport(Transport):
             def build(
                 hop_target: SSHTarget = hop_target, parent: paramiko.Transport | None = parent
             ) -> paramiko.Transport:
-                if parent is None:
-                    hop_sock: socket.socket | paramiko.Channel = open_socket(
-                        hop_target, remaining(deadline, "the TCP connection", hop_target)
-                    )
-                else:
-                    hop_sock = direct_tcpip(parent, hop_target, target, deadline)
-                return open_ssh(hop_target, hop_sock, settings, deadline)
+                hop_sock: socket.socket | paramiko.Channel | None = (
+                    None if parent is None else direct_tcpip(parent, hop_target, deadline))
+                try:
+                    if hop_sock is None:
+                        hop_sock = open_socket(hop_target, remaining(deadline, "the TCP connection"))
+                    return open_ssh(hop_target, hop_sock, settings, deadline)
+                except TransportError as exc:  # the failed host's line names the target, this names the hop
+                    raise TransportError(exc.kind, f"jump host {hop_target.name}: {exc.message}") from exc
 
             via = jump_pool.acquire(chain_key, build)
             self._jump_keys.append(chain_key)
         assert via is not None
-        return direct_tcpip(via, target, target, deadline)
+        return direct_tcpip(via, target, deadline)
 
     def close(self) -> None:
         # Called from the fan-out's thread under a hung host: must not wait for the lock
@@ -180,13 +181,13 @@ class SSHTransport(Transport):
         client = self._connection(timeout)
         left = None if timeout is None else timeout - (time.monotonic() - start)
         if left is not None and left <= 0:
-            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: no time left to run: {command}")
+            raise TransportError(FailureKind.TIMED_OUT, f"no time left to run: {command}")
         try:
             channel = client.open_session(timeout=left)
         except (paramiko.SSHException, EOFError, OSError) as exc:
             self._raise_if_closed(command)
             raise TransportError(
-                FailureKind.UNREACHABLE, f"{self.host.name}: cannot open a channel: {exc}"
+                FailureKind.UNREACHABLE, f"cannot open a channel: {exc}"
             ) from exc
         with self._lock_channels:
             self._channels.add(channel)
@@ -204,7 +205,7 @@ class SSHTransport(Transport):
         except (paramiko.SSHException, EOFError, OSError) as exc:
             kind = FailureKind.TIMED_OUT if self._closed else FailureKind.UNREACHABLE
             raise TransportError(
-                kind, f"{self.host.name}: connection lost while running {command}: {exc}"
+                kind, f"connection lost while running {command}: {exc}"
             ) from exc
         finally:
             channel.close()
@@ -267,13 +268,13 @@ class SSHTransport(Transport):
         transport = channel.get_transport()
         if channel.exit_status == -1 and (transport is None or not transport.is_active()):
             raise TransportError(
-                FailureKind.UNREACHABLE, f"{self.host.name}: connection lost while running: {command}"
+                FailureKind.UNREACHABLE, f"connection lost while running: {command}"
             )
         return out.value(), err.value(), channel.recv_exit_status()
 
     def _raise_if_closed(self, command: str) -> None:
         if self._closed:  # close() took the connection away (the fan-out's deadline): the command timed out
-            raise TransportError(FailureKind.TIMED_OUT, f"{self.host.name}: connection closed: {command}")
+            raise TransportError(FailureKind.TIMED_OUT, f"connection closed: {command}")
 
     def _wait(
         self,
@@ -289,12 +290,12 @@ class SSHTransport(Transport):
             if wait <= 0:
                 raise TransportError(
                     FailureKind.TIMED_OUT,
-                    f"{self.host.name}: no answer within {seconds(budget)} (the command was stopped): {command}",
+                    f"no answer within {seconds(budget)} (the command was stopped): {command}",
                 )
         self._raise_if_closed(command)
         if self._stop_requested.is_set():
             what = "interrupted" if self._stop_kind is FailureKind.INTERRUPTED else "connection closed"
-            raise TransportError(self._stop_kind, f"{self.host.name}: {what} (the command was stopped): {command}")
+            raise TransportError(self._stop_kind, f"{what} (the command was stopped): {command}")
         if event is not None:
             event.wait(wait)
         else:
