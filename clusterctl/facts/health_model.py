@@ -266,6 +266,11 @@ class DcgmResult:
     info: str = ""
     line: int | None = None
 
+    @property
+    def name(self) -> str:
+        """``test@GPUn``, or the test alone for a whole-host result: how the health report names the result."""
+        return f"{self.test}@GPU{self.gpu}" if self.gpu is not None else self.test
+
 
 @dataclass(frozen=True)
 class DcgmDiag(ParseResult):

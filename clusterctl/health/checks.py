@@ -747,7 +747,7 @@ def check_dcgm(host: HostInput) -> Iterator[Finding]:
         return
     skipped = diag.skipped
     if skipped:
-        names = sorted({f"{r.test}@GPU{r.gpu}" if r.gpu is not None else r.test for r in skipped})
+        names = sorted({r.name for r in skipped})
         # Nothing tested at all is not a pass: the host is not known to be healthy.
         every = len(skipped) == len(diag.results)
         yield _finding(

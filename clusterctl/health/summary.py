@@ -57,7 +57,7 @@ def host_facts(probe: HostProbe, shared: MadeOnce | None = None) -> dict[str, An
         facts["acs_redirect_bridges"] = part(probe.pci, _acs_redirect_bridges)
         facts["pci_devices"] = part(probe.pci, _pci_devices)
     if probe.dcgm is not None:
-        facts["dcgm_failed"] = [f"{r.test}@GPU{r.gpu}" if r.gpu is not None else r.test for r in probe.dcgm.failed]
+        facts["dcgm_failed"] = [r.name for r in probe.dcgm.failed]
         # Every result, Pass, Skip and Warn too: a skipped test must never read as a pass.
         dcgm = probe.dcgm
         facts["dcgm"] = {**_fields(dcgm, ("dcgm_version", "driver_version", "gpu_device_ids", "format", "metadata")),
