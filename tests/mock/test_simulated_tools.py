@@ -10,6 +10,8 @@ import pytest
 from conftest_mock import REPO_ROOT, write_cluster
 
 from clusterctl.inventory.loader import load_inventory
+from clusterctl.mock.machine import MockMachine
+from clusterctl.mock.profile import load_profile
 from clusterctl.mock.transport import MockTransport
 from clusterctl.transport.base import FailureKind, TransportError
 
@@ -220,12 +222,8 @@ def test_upgrade_plan_prints_what_the_real_kubeadm_printed(tmp_path: Path, targe
                                                              f"recorded-kubeadm-1.37.2-{recorded}.txt"))
 
 
-def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None:
-    """``kubectl get node/N -o name`` and ``get node N -o name`` print ``node/N`` as the real kubectl does (the
-    first said NotFound of a node the cluster has, the second printed the node's JSON); a node it lacks is NotFound
-    both ways; ``patch node/N`` patches it."""
-    from clusterctl.mock.machine import MockMachine
-    from clusterctl.mock.profile import load_profile
+def _control_plane(tmp_path: Path) -> MockMachine:
+    """A simulated host on which ``kubeadm init`` made a one-node cluster (gpu-a1)."""
 
     (tmp_path / "profile").mkdir()
     (tmp_path / "profile" / "profile.yaml").write_text(
@@ -233,6 +231,14 @@ def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None
     host = MockMachine.open(load_profile(str(tmp_path / "profile")), tmp_path / "state", "gpu-a1")
     init = b"apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration: {name: gpu-a1}\n"
     assert host.run_line("kubeadm init --config /dev/stdin", init).exit_code == 0
+    return host
+
+
+def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None:
+    """``kubectl get node/N -o name`` and ``get node N -o name`` print ``node/N`` as the real kubectl does (the
+    first said NotFound of a node the cluster has, the second printed the node's JSON); a node it lacks is NotFound
+    both ways; ``patch node/N`` patches it."""
+    host = _control_plane(tmp_path)
     kubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf get"
     answers = {words: host.run_line(f"{kubectl} {words} -o name") for words in
                ("node/gpu-a1", "node gpu-a1", "nodes/gpu-a1", "node/gpu-z9", "node gpu-z9")}
@@ -250,15 +256,7 @@ def test_kubectl_names_a_node_either_way_it_is_asked_for(tmp_path: Path) -> None
 def test_kubectl_deletes_a_lease_named_either_way(tmp_path: Path) -> None:
     """``kubectl delete lease/N`` deletes the Lease as ``delete lease N`` does (it looked among the applied
     objects and said NotFound); ``--ignore-not-found`` then says nothing of the one gone."""
-    from clusterctl.mock.machine import MockMachine
-    from clusterctl.mock.profile import load_profile
-
-    (tmp_path / "profile").mkdir()
-    (tmp_path / "profile" / "profile.yaml").write_text(
-        'simulate: true\nmachine:\n  packages:\n    installed: {kubeadm: "1.37.2-1.1", kubectl: "1.37.2-1.1"}\n')
-    host = MockMachine.open(load_profile(str(tmp_path / "profile")), tmp_path / "state", "gpu-a1")
-    init = b"apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration: {name: gpu-a1}\n"
-    assert host.run_line("kubeadm init --config /dev/stdin", init).exit_code == 0
+    host = _control_plane(tmp_path)
     kubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
     lease = b"apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: gate, namespace: kube-system}\n"
     for words in ("lease/gate", "lease gate"):
