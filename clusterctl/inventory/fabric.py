@@ -13,6 +13,8 @@ INFINIBAND = "InfiniBand"
 ETHERNET = "Ethernet"
 
 LINK_LAYER_OF_FABRIC: dict[str, str] = {"ib": INFINIBAND, "roce": ETHERNET, "ethernet": ETHERNET}
+#: An RDMA port's link layer, lower-cased, to its fabric (RDMA on Ethernet is RoCE).
+_RDMA_FABRIC_OF_LAYER: dict[str, FabricType] = {INFINIBAND.lower(): "ib", ETHERNET.lower(): "roce"}
 
 
 def link_layer_of(fabric: str | None) -> str | None:
@@ -27,8 +29,7 @@ def rdma_link_layer(fabric: str | None) -> str:
 
 def rdma_fabric_of(link_layer: str) -> FabricType | None:
     """The fabric an RDMA port's link layer means: ``InfiniBand`` -> ``ib``, ``Ethernet`` -> ``roce``."""
-    fabrics: dict[str, FabricType] = {INFINIBAND.lower(): "ib", ETHERNET.lower(): "roce"}
-    return fabrics.get(link_layer.strip().lower())
+    return _RDMA_FABRIC_OF_LAYER.get(link_layer.strip().lower())
 
 
 __all__ = ["ETHERNET", "INFINIBAND", "LINK_LAYER_OF_FABRIC", "link_layer_of", "rdma_fabric_of", "rdma_link_layer"]
