@@ -105,9 +105,10 @@ class Preflight(Phase[NodeFacts]):
                 f"Stop what listens on {sock.port}; Kubernetes needs it ({'/'.join(owners)}).", port=sock.port)
         # The cluster's ranges: an address of the host inside one is routed into the pod network by the CNI
         # or taken by kube-proxy's service rules, and the node stops reaching (or being reached at) it.
+        address = ip_literal(host.connect_address)
         for setting in ("pod_subnet", "service_subnet"):
             subnet = ipaddress.ip_network(getattr(ctx.inventory.bootstrap, setting))
-            if (address := ip_literal(host.connect_address)) is not None and address in subnet:
+            if address is not None and address in subnet:
                 add(Severity.ERROR, "SUBNET_HOLDS_HOST", f"bootstrap.{setting} {subnet} holds the host's address "
                     f"{address}", f"Pick a {setting} that none of the hosts' networks use.", subnet=str(subnet))
         # CPU and memory.
