@@ -243,7 +243,7 @@ def run_round(runner: Runner, tests: Sequence[PlannedTest], opts: IBOptions) -> 
         for outcome in start_fleet.failed:
             for t in by_server[outcome.host.name]:
                 if started[t.marker].pid is None and outcome.failure:
-                    started[t.marker].error = f"server host failed: {outcome.failure.describe()}"
+                    started[t.marker].error = f"server host {outcome.host.name} failed: {outcome.failure.describe()}"
         if any(s.pid is not None for s in started.values()):
             time.sleep(opts.settle_s)
             client_fleet = runner.run_task(client_hosts, clients, label="bench: clients", timeout_s=client_limit + 5)

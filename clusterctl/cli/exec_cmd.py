@@ -13,6 +13,7 @@ from clusterctl.cli.host_failures import outcome_record, print_failures
 from clusterctl.errors import ExitCode, UsageError
 from clusterctl.terminal_text import one_line, visible
 from clusterctl.transport.base import HOST_LOCALE
+from clusterctl.wording import first_few
 from clusterctl.writable import host_file_name, replace_file, writable_dir
 
 if TYPE_CHECKING:
@@ -134,14 +135,20 @@ def _report(
     streamed: bool,
     interrupted: FleetInterrupted | None = None,
 ) -> None:
-    files = _write_files(folder, fleet) if folder is not None else {}
+    files, unsaved = _write_files(folder, fleet) if folder is not None else ({}, [])
+    records = []
+    for o in fleet.outcomes:
+        saved = files.get(o.host.name)
+        shown = None if saved else o.value  # output written to files is named there, not repeated
+        records.append({**outcome_record(o), "stdout": shown.stdout if shown else None,
+                        "stderr": shown.stderr if shown else None, "exit_code": o.value.exit_code if o.value else None,
+                        **({"files": saved} if saved else {})})
 
     def table() -> None:
         if folder is not None:
-            for o in fleet.outcomes:
-                if o.host.name in files:
-                    code = o.value.exit_code if o.value else None
-                    sys.stdout.write(f"{o.host.name}: exit {code}, {', '.join(files[o.host.name])}\n")
+            for record in records:
+                if "files" in record:
+                    sys.stdout.write(f"{record['host']}: exit {record['exit_code']}, {', '.join(record['files'])}\n")
         elif not streamed:
             from clusterctl.dshbak import group_outputs
 
@@ -154,34 +161,38 @@ def _report(
                 sys.stdout.write(visible(group.body()))
         sys.stdout.flush()
 
-    records = []
-    for o in fleet.outcomes:
-        saved = files.get(o.host.name)
-        shown = None if saved else o.value  # output written to files is named there, not repeated
-        records.append({**outcome_record(o), "stdout": shown.stdout if shown else None,
-                        "stderr": shown.stderr if shown else None, "exit_code": o.value.exit_code if o.value else None,
-                        **({"files": saved} if saved else {})})
     payload: dict[str, Any] = {"command": line, "sudo": sudo, "hosts": records}
     if interrupted is not None:
-        payload["interrupted"] = True
-        payload["still_running"] = [h.name for h in interrupted.running]
-        payload["not_started"] = [h.name for h in interrupted.waiting]
+        payload.update(interrupted=True, still_running=[h.name for h in interrupted.running],
+                       not_started=[h.name for h in interrupted.waiting])
     app.emit(payload, table)
     if interrupted is None:  # an interrupted run's failures are in main's report of it
         print_failures(app, fleet)
+    if unsaved:  # after the report, so that what was written is listed first
+        error = f"--out-dir {folder}: cannot write {first_few(unsaved, 3)}."
+        if interrupted is None:
+            raise UsageError(error)
+        sys.stderr.write(f"error: {error}\n")  # the interrupt keeps its exit status
 
 
-def _write_files(folder: Path, fleet: FleetResult[CommandResult]) -> dict[str, list[str]]:
-    """Each host's stdout to HOST.out and, when it printed any, its stderr to HOST.err."""
+def _write_files(folder: Path, fleet: FleetResult[CommandResult]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each host's stdout to HOST.out and, when it printed any, its stderr to HOST.err; and each file that
+    could not be written (a full disk, a folder in the way), with why: the other hosts' files are written."""
     written: dict[str, list[str]] = {}
+    unsaved: list[str] = []
     for o in fleet.outcomes:
         if o.value is None:
             continue
         for suffix, text in ((".out", o.value.stdout), (".err", o.value.stderr)):
             if text or suffix == ".out":
                 path = folder / host_file_name(o.host.name, suffix)
-                # Whole or the last run's, without a flush to disk for each of thousands of hosts' files.
-                replace_file(path, text, durable=False)
+                try:
+                    # Whole or the last run's, without a flush to disk for each of thousands of hosts' files.
+                    replace_file(path, text, durable=False)
+                except OSError as exc:
+                    unsaved.append(f"{path} ({exc.strerror or exc})")
+                    written.pop(o.host.name, None)  # its whole output goes in -o json instead
+                    break
                 written.setdefault(o.host.name, []).append(str(path))
-    return written
+    return written, unsaved
 

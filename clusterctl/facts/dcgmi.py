@@ -18,6 +18,7 @@ from clusterctl.facts.clean import clean
 from clusterctl.facts.health_model import DcgmDiag, DcgmResult
 from clusterctl.facts.kube import json_below, json_member
 from clusterctl.facts.model import ParseWarning
+from clusterctl.json_input import kind_of
 
 _WHAT = "dcgmi diag"
 _ROW = re.compile(r"^\|\s*(.*?)\s*\|\s*(.*?)\s*\|$")
@@ -65,7 +66,7 @@ def _listed(parent: dict[str, Any], key: str) -> list[dict[str, Any]]:
     """``parent[key]``, a JSON list (``json_member``) of objects: a value of another type skipped would read as a
     test that passed."""
     items = json_member(_WHAT, parent, key, list, line=1)
-    odd = next((type(item).__name__ for item in items if not isinstance(item, dict)), None)
+    odd = next((kind_of(item) for item in items if not isinstance(item, dict)), None)
     if odd is not None:
         raise ParseError(_WHAT, f"an item of {key!r} is {odd}, not an object", line=1)
     return items

@@ -53,7 +53,7 @@ def json_member(what: str, parent: dict[str, Any], key: str, kind: type[J], *, n
     if value is None:
         return kind()
     if not isinstance(value, kind):
-        raise ParseError(what, f"{named or repr(key)} is {type(value).__name__}, not {kind_of(kind())}", line=line)
+        raise ParseError(what, f"{named or repr(key)} is {kind_of(value)}, not {kind_of(kind())}", line=line)
     return value
 
 

@@ -25,6 +25,7 @@ from clusterctl.facts.model import NVLinkStatus
 from clusterctl.facts.rdma import card_of
 from clusterctl.findings import Finding, Severity
 from clusterctl.health import xid_catalog
+from clusterctl.health.model import since_seconds
 from clusterctl.health.probe import PROBE_HEAD_BYTES, PROBE_TAIL_BYTES, HostProbe
 from clusterctl.inventory.model import Fabric
 from clusterctl.survey.checks.host import (
@@ -384,23 +385,16 @@ def _event_time(stamp: str | None, host_now: datetime.datetime) -> datetime.date
     return None
 
 
-def _duration(seconds: int) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds and seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
 def in_window(host: HostInput) -> tuple[list[KernelEvent], list[KernelEvent]]:
     """The kernel log events inside ``--since`` and those before it (a log source that ignored the
     window: dmesg has none, a journal can be asked wrongly). Without the host's time, all are in."""
     probe = host.probe
     events = list(probe.kernel.events) if probe and probe.kernel else []
-    if probe is None or probe.since_s is None or not probe.now:
+    if probe is None or probe.since is None or not probe.now:
         return events, []
     try:
         now = datetime.datetime.strptime(probe.now.strip(), "%Y-%m-%dT%H:%M:%S%z")
-        start = now - datetime.timedelta(seconds=probe.since_s)
+        start = now - datetime.timedelta(seconds=since_seconds(probe.since))
     except (ValueError, OverflowError):  # a window that starts before year 1 holds every event
         return events, []
     inside: list[KernelEvent] = []
@@ -425,7 +419,7 @@ def check_kernel_log(host: HostInput) -> Iterator[Finding]:
                         for e in before})
         yield _finding(
             Severity.INFO, "KERNEL_LOG_BEFORE_WINDOW", host.name,
-            f"{len(before)} kernel log event(s) before the --since {_duration(probe.since_s or 0)} window left out "
+            f"{len(before)} kernel log event(s) before the --since {probe.since} window left out "
             f"({', '.join(kinds)}; last {before[-1].timestamp}): the log source returned them although they are "
             "older",
             evidence=before[-1].text, count=len(before),

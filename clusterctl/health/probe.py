@@ -133,8 +133,8 @@ class HostProbe:
     dcgm: DcgmDiag | None = None
     #: The host's local time (``date``), to cut a ``dmesg -T`` log at ``--since``.
     now: str | None = None
-    #: The kernel log window asked for (``--since``), in seconds; None for a pasted log (no window).
-    since_s: int | None = None
+    #: The kernel log window asked for, as given (``--since 60m``); None for a pasted log (no window).
+    since: str | None = None
     problems: list[ProbeProblem] = field(default_factory=list)
     #: Single-host nccl-tests at level 2+ (``bench.nccl_tests.NcclHostRun``).
     nccl: Any = None

@@ -46,7 +46,7 @@ def probe_host(transport: Transport, options: HealthOptions, timeout: float | No
     transport.run(probe_command(probes), timeout=timeout or options.probe_timeout_s * len(probes) + 30,
                   on_line=collected, max_output=TRANSPORT_KEEPS)
     probe = read_probe_outputs(collected.outputs(), probes)
-    probe.since_s = options.since_s
+    probe.since = options.since
     probe.cut = collected.cut()
     return probe
 

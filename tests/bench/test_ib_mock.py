@@ -14,6 +14,8 @@ from clusterctl.bench.model import HcaInfo
 from clusterctl.bench.perftest_rounds import IBOptions
 from clusterctl.changes import Gate
 from clusterctl.inventory.model import Fabric, Host
+from clusterctl.mock.transport import MockTransport
+from clusterctl.transport.base import CommandResult, FailureKind, RunRequest, TransportError
 
 from .conftest import FAST, PERFTEST, SERVER_PID, Fleet, FleetFactory, check_rounds
 
@@ -81,6 +83,30 @@ def test_server_is_killed_when_the_client_times_out(mock_fleet: FleetFactory) ->
     assert result.error is not None and "timed out" in result.error
     assert any(c.startswith(f"kill {SERVER_PID} ") for c in fleet.history(result.server))
     assert any(f.code == "LINK_FAILED" for f in report.findings)
+
+
+def test_a_failed_link_names_the_host_that_failed(mock_fleet: FleetFactory) -> None:
+    """The pair's subject ("h1/mlx5_0 <-> h2/mlx5_0") does not say which end served: the message does."""
+    fleet = mock_fleet(2)
+    connect = fleet.connect
+
+    def server_lost(host: Host, timeout_s: float) -> MockTransport:
+        transport = connect(host, timeout_s)
+        if host.name == "h1":
+            def execute(request: RunRequest) -> CommandResult:
+                if request.command.endswith("& echo $!"):  # the server's start
+                    raise TransportError(FailureKind.UNREACHABLE, "connection to 10.0.0.1 closed by remote host")
+                return MockTransport.execute(transport, request)
+            transport.execute = execute  # type: ignore[method-assign]
+        return transport
+
+    fleet.connect = server_lost  # type: ignore[method-assign]
+    with fleet.runner() as runner:
+        report = run_ib_bench(runner, fleet.hosts, hcas_for(fleet.hosts), OPTS)
+    (finding,) = report.findings
+    assert finding.subject == "h1/mlx5_0 <-> h2/mlx5_0"
+    assert finding.message == ("ib_write_bw failed: server host h1 failed: unreachable: "
+                               "connection to 10.0.0.1 closed by remote host")
 
 
 def test_dry_run_runs_nothing(mock_fleet: FleetFactory) -> None:

@@ -102,14 +102,14 @@ def _broken(path: tuple[str, ...], value: object) -> str:
 
 
 @pytest.mark.parametrize(("path", "value", "named"), [
-    (("status",), "Ready", "node k8s-controller-01: status is str, not an object"),
-    (("status", "allocatable"), ["8"], "node k8s-controller-01: allocatable is list, not an object"),
+    (("status",), "Ready", "node k8s-controller-01: status is text, not an object"),
+    (("status", "allocatable"), ["8"], "node k8s-controller-01: allocatable is a list, not an object"),
     (("status", "allocatable", "nvidia.com/gpu"), "eight", "node k8s-controller-01: allocatable nvidia.com/gpu"),
-    (("status", "nodeInfo"), 1, "node k8s-controller-01: nodeInfo is int, not an object"),
-    (("spec",), "unschedulable", "node k8s-controller-01: spec is str, not an object"),
-    (("spec", "taints"), {"key": "x"}, "node k8s-controller-01: spec.taints is dict, not a list"),
+    (("status", "nodeInfo"), 1, "node k8s-controller-01: nodeInfo is a number, not an object"),
+    (("spec",), "unschedulable", "node k8s-controller-01: spec is text, not an object"),
+    (("spec", "taints"), {"key": "x"}, "node k8s-controller-01: spec.taints is an object, not a list"),
     (("spec", "taints"), [{"value": "x"}], "node k8s-controller-01: spec.taints[0] has no key or effect"),
-    (("metadata", "labels"), "gpu=yes", "node k8s-controller-01: labels is str, not an object"),
+    (("metadata", "labels"), "gpu=yes", "node k8s-controller-01: labels is text, not an object"),
     (("metadata", "name"), None, "items[0] has no metadata.name"),
     (("kind",), "Pod", "items[0] is not a Node object"),
 ])

@@ -247,6 +247,10 @@ def test_the_kernel_log_window_is_honoured_and_what_it_left_out_is_said() -> Non
     assert "GPU_XID" not in codes and recent["verdict"] == "healthy"
     left_out = codes["KERNEL_LOG_BEFORE_WINDOW"]["message"]
     assert "before the --since 30m window left out (Xid 13, Xid 43" in left_out
+    # The window as the user wrote it: '--since 60m' was named "the --since 1h window" (24h: "1d").
+    hour = clusterctl("-i", str(DEMO), "-l", "gpu-b1", "-o", "json", "health", "--since", "60m").json()["hosts"][0]
+    (left_out,) = [f["message"] for f in hour["findings"] if f["code"] == "KERNEL_LOG_BEFORE_WINDOW"]
+    assert "before the --since 60m window left out" in left_out, left_out
 
 
 @pytest.mark.parametrize("since", ["9999999d", "99999999999999d"])

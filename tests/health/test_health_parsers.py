@@ -272,14 +272,14 @@ def test_dcgm_json_with_a_number_where_a_list_belongs_is_refused_not_a_crash(bod
 
 
 @pytest.mark.parametrize(("body", "said"), [
-    ('{"test_categories": [3]}', "an item of 'test_categories' is int, not an object"),
-    ('{"test_categories": [{"tests": ["memory"]}]}', "an item of 'tests' is str, not an object"),
-    ('{"test_categories": [{"tests": [{"name": "memory", "results": [7]}]}]}', "an item of 'results' is int"),
-    ('{"test_categories": [{"tests": [{"test_summary": "Fail"}]}]}', "'test_summary' is str, not an object"),
-    ('{"test_categories": []}, "metadata": 5', "'metadata' is int, not an object"),
-    ('{"test_categories": []}, "entity_groups": [[0]]', "an item of 'entity_groups' is list, not an object"),
-    ('{"test_categories": 0}', "'test_categories' is int, not a list"),
-    ('{"test_categories": []}, "GPU Device IDs": {"0": "2330"}', "'GPU Device IDs' is dict, not a list")])
+    ('{"test_categories": [3]}', "an item of 'test_categories' is a number, not an object"),
+    ('{"test_categories": [{"tests": ["memory"]}]}', "an item of 'tests' is text, not an object"),
+    ('{"test_categories": [{"tests": [{"name": "memory", "results": [7]}]}]}', "an item of 'results' is a number"),
+    ('{"test_categories": [{"tests": [{"test_summary": "Fail"}]}]}', "'test_summary' is text, not an object"),
+    ('{"test_categories": []}, "metadata": 5', "'metadata' is a number, not an object"),
+    ('{"test_categories": []}, "entity_groups": [[0]]', "an item of 'entity_groups' is a list, not an object"),
+    ('{"test_categories": 0}', "'test_categories' is a number, not a list"),
+    ('{"test_categories": []}, "GPU Device IDs": {"0": "2330"}', "'GPU Device IDs' is an object, not a list")])
 def test_dcgm_json_of_the_wrong_type_anywhere_is_refused_by_health_read_naming_the_field(body: str, said: str) -> None:
     """A test that was a string read as "all checks passed"; each such value is now refused, naming its field."""
     from clusterctl.errors import UsageError

@@ -82,6 +82,23 @@ def test_an_unwritable_out_dir_stops_before_any_host_is_touched(cli, tmp_path: P
     assert "--out-dir" in ran.err and "Traceback" not in ran.err
 
 
+def test_a_file_that_cannot_be_written_is_named_and_the_other_hosts_files_are_written(  # type: ignore[no-untyped-def]
+        cli, tmp_path: Path) -> None:
+    out = tmp_path / "logs"
+    (out / "gpu-a1.out").mkdir(parents=True)  # in the way of gpu-a1's file, as a full disk would be
+    ran = cli("-i", DEMO, "-l", "gpu-a1,gpu-a2", "exec", "--out-dir", str(out), "--", "nvidia-smi", "-L")
+    assert ran.code == 2
+    assert f"cannot write {out / 'gpu-a1.out'} (Is a directory)" in ran.err and "internal error" not in ran.err
+    assert (out / "gpu-a2.out").read_text().startswith("GPU 0: NVIDIA A100")
+    assert f"gpu-a2: exit 0, {out / 'gpu-a2.out'}" in ran.out
+    # -o json keeps the output that has no file.
+    ran = cli("-i", DEMO, "-l", "gpu-a1,gpu-a2", "-o", "json", "exec", "--out-dir", str(out), "--", "nvidia-smi", "-L")
+    assert ran.code == 2
+    a1, a2 = json.loads(ran.out)["hosts"]
+    assert a1["stdout"].startswith("GPU 0: NVIDIA A100") and "files" not in a1
+    assert a2["files"] == [str(out / "gpu-a2.out")]
+
+
 def test_out_dir_keeps_a_hosts_last_file_whole_when_the_new_one_cannot_be_written(tmp_path: Path) -> None:
     """A full disk while saving (here: a file-size limit of 1 MiB, 2 MiB of output) leaves the last run's
     HOST.out as it was, not cut to the part that fitted, and no partial file beside it."""
@@ -96,7 +113,7 @@ def test_out_dir_keeps_a_hosts_last_file_whole_when_the_new_one_cannot_be_writte
     proc = clusterctl_process("-i", local_inventory(tmp_path, "n1"), "exec", "--out-dir", str(out), "--",
                               f"head -c {2 * limit} /dev/zero | tr '\\0' x", preexec_fn=small_disk)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode != 0 and "File too large" in err, err
+    assert proc.returncode == 2 and "File too large" in err and "internal error" not in err, err
     assert (out / "n1.out").read_text() == "the last run's output\n"
     assert [p.name for p in out.iterdir()] == ["n1.out"]
 

@@ -96,6 +96,8 @@ def test_date_says_the_time_in_utc_and_refuses_an_option_it_lacks(tmp_path: Path
     refused with its message and exit 1 (it was ignored and the time printed)."""
     t = node(write_cluster(tmp_path))
     assert [t.run(f"date {words} +%z").stdout for words in ("-u", "--utc")] == ["+0000\n"] * 2
+    # GNU date names the zone UTC (it printed GMT, as Python's gmtime does).
+    assert t.run("date -u +%Z").stdout == "UTC\n" and " UTC " in t.run("date -u").stdout
     refused = t.run("date -z +%s")
     assert (refused.exit_code, refused.stdout, refused.stderr) == (
         1, "", "date: invalid option -- 'z'\nTry 'date --help' for more information.\n")

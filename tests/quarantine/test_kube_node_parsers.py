@@ -76,7 +76,7 @@ REFUSED = (_ControlPlane("", "The connection to the server 10.0.0.1:6443 was ref
     REFUSED,
     (_ControlPlane("<html><body>502 Bad Gateway</body></html>\n"), "line 1"),
     (_ControlPlane('{"kind": "List", "items": [{"metadata": {"name": "gpu-a1"}, "spec": "cordoned"}]}'),
-     "node gpu-a1: spec is str, not an object"),
+     "node gpu-a1: spec is text, not an object"),
 ])
 def test_status_and_the_receiver_fail_a_node_list_they_cannot_read_the_same_way(answer: _ControlPlane,
                                                                                  said: str) -> None:
@@ -112,7 +112,7 @@ def test_drain_fails_the_pod_list_of_a_pod_asking_no_whole_number_of_gpus_naming
     REFUSED,
     (_ControlPlane("<html><body>502 Bad Gateway</body></html>\n"), "node gpu-a2: cannot parse kubectl get node"),
     (_ControlPlane('{"kind": "Node", "metadata": {"name": "gpu-a2"}, "spec": "cordoned"}'),
-     "node gpu-a2: spec is str, not an object"),
+     "node gpu-a2: spec is text, not an object"),
     # A NotFound of the request itself (an API the server, or a proxy, does not serve) is no missing node.
     (_ControlPlane("", "Error from server (NotFound): the server could not find the requested resource\n", 1),
      "kubectl failed: Error from server (NotFound): the server could not find the requested resource"),

@@ -14,8 +14,8 @@ import os
 import re
 import shutil
 import stat as stat_mod
-import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from functools import reduce
 from operator import or_
 
@@ -386,7 +386,9 @@ def uname(ctx: ToolContext) -> ToolResult:
 def date(ctx: ToolContext) -> ToolResult:
     flags, operands = _options(ctx.args, "u", longs={"utc": "u", "universal": "u"})
     fmt = next((a[1:] for a in operands if a.startswith("+")), "%a %b %e %H:%M:%S %Z %Y")
-    return ToolResult(time.strftime(fmt, time.gmtime() if "u" in flags else time.localtime()) + "\n")
+    # datetime's zone is named UTC, as GNU date -u names it (time.gmtime's is GMT).
+    now = datetime.now(timezone.utc) if "u" in flags else datetime.now().astimezone()
+    return ToolResult(now.strftime(fmt) + "\n")
 
 
 def hostname(ctx: ToolContext) -> ToolResult:
