@@ -182,8 +182,10 @@ class UpgradeRequest:
     #: ``upgrade phase NAME``: that phase alone; ``--skip-phases a,b``.
     phase: str | None = None
     skip_phases: str | None = None
-    #: ``-l`` as given: the line that carries out a plan, or goes on after an interrupt, names the same hosts.
+    #: ``-l`` and the command's options as typed but ``--to``: the line that carries out a plan, or goes on after
+    #: an interrupt, runs the same hosts and options.
     limit: str | None = None
+    given: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # A name that is no phase is the user's to mend: said first, before asking or reading the cluster.
@@ -195,8 +197,8 @@ class UpgradeRequest:
         file's), but for 'upgrade phase', which has none: it runs again, each phase reading where its node stands."""
         resume = going_on and not self.phase
         return command_line("upgrade", *(("phase", self.phase) if self.phase else ("apply",)),
-                            *(() if resume else ("--to", target)), limit=self.limit, skip_phases=self.skip_phases,
-                            resume=resume, yes=going_on)
+                            *(() if resume else ("--to", target)), *self.given, limit=self.limit, resume=resume,
+                            yes=going_on)
 
 
 # --- what the phases share ---------------------------------------------------------------------------------

@@ -341,6 +341,10 @@ def test_a_plan_of_part_of_the_upgrade_names_the_command_that_runs_that_part(boo
     skipped = _run("upgrade", "plan", "--to", "1.37.2", "--skip-phases", "drain,uncordon")
     assert "run 'clusterctl upgrade apply --to 1.37.2 --skip-phases drain,uncordon' to carry it out" in \
         skipped.stdout, skipped.stdout
+    # It dropped --max-unavailable: the apply it named upgraded the workers one at a time, not as the plan showed.
+    batched = _run("upgrade", "plan", "--to", "1.37.2", "--max-unavailable", "2")
+    assert "run 'clusterctl upgrade apply --to 1.37.2 --max-unavailable 2' to carry it out" in batched.stdout, \
+        batched.stdout
 
 
 def test_a_control_plane_left_a_minor_behind_stops_the_next_minor(bootstrapped_3cp: Path) -> None:
