@@ -58,9 +58,10 @@ class BootstrapRequest:
     #: What the command line chose for the phases (``--force``, ``--allow-downgrade``...); ``run_options``
     #: adds the run's hosts, survey, mode and journals.
     options: RunOptions = field(default_factory=RunOptions)
-    #: ``-l`` and ``--only`` as given: the line that goes on after an interrupt names the same hosts.
+    #: ``-l`` and the command's options as typed (``--only``, ``--state-dir``...): the line that goes on after an
+    #: interrupt runs the same hosts, state folder and options.
     limit: str | None = None
-    only: str | None = None
+    given: tuple[str, ...] = ()
 
 
 def run(
@@ -97,9 +98,8 @@ def run(
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, answered=answered, confirmations=confirmations,
                            journal=journal, resume_hint=command_line(  # reset has no --resume: it runs again
-                               *(("reset",) if request.phase == "reset" else command.split()),
-                               *(("--only", request.only) if request.only else ()), limit=request.limit,
-                               skip_phases=request.skip_phases, resume=request.phase != "reset"))
+                               *(("reset",) if request.phase == "reset" else command.split()), *request.given,
+                               limit=request.limit, resume=request.phase != "reset"))
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if resumed_with:
         report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")
@@ -217,8 +217,7 @@ def _mark_used_by_reset(report: RunReport, journals: ResetJournals) -> None:
     from clusterctl.undo_journal import mark_journal_used
 
     done = {r.host for r in report.results if r.phase == "reset" and r.status is not Status.FAILED
-            and not any(f.code == KEPT_CHANGED for f in r.findings)}
-    done -= set(report.failed_hosts)
+            and r.host not in report.failed_hosts and not any(f.code == KEPT_CHANGED for f in r.findings)}
     by_path: dict[str, list[str]] = {}
     for host, entries in journals.hosts.items():
         if host in done:

@@ -8,7 +8,7 @@ import typer
 
 from clusterctl.cli.changes_view import PLANNED_WORDS
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context, with_options
+from clusterctl.cli.context import SKIP_PHASES, STATE_DIR, AppContext, app_context, given_options, with_options
 from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
 @with_options(_planned, _applied)
 def bootstrap_all(ctx: typer.Context, skip_phases: str | None = SKIP_PHASES, **options: Any) -> None:
     if ctx.invoked_subcommand is None:
-        _execute(app_context(ctx), **ctx.params)
+        _execute(ctx, **ctx.params)
 
 
 @bootstrap_app.command("phase", help="""Run one phase by name (see 'bootstrap phases').
@@ -108,7 +108,7 @@ Examples:
 @with_options(_planned, _applied)
 def bootstrap_phase(ctx: typer.Context, phase: str = typer.Argument(
         ..., metavar="NAME", help="preflight, kernel, packages, containerd, ..."), **options: Any) -> None:
-    _execute(app_context(ctx), **ctx.params)
+    _execute(ctx, **ctx.params)
 
 
 @bootstrap_app.command("plan", help="""Per host and phase: the commands and a unified diff of every file that
@@ -131,7 +131,7 @@ def bootstrap_plan(
     skip_phases: str | None = SKIP_PHASES,
     **options: Any,
 ) -> None:
-    _execute(app_context(ctx), dry_run=True, **ctx.params)
+    _execute(ctx, dry_run=True, **ctx.params)
 
 
 @bootstrap_app.command("phases", help="""List the phases in the order they run.
@@ -183,7 +183,7 @@ def hosts_of_run(app: AppContext, only: str | None) -> tuple[Host, ...]:
     return tuple(h for h in app.hosts() if keep is None or h.name in keep)
 
 
-def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = False, out: str | None = None,
+def _execute(ctx: typer.Context, *, only: str | None, dry_run: bool, yes: bool = False, out: str | None = None,
              phase: str | None = None, skip_phases: str | None = None, resume: bool = False,
              force_unlock: bool = False, state_dir: str | None = None, survey: str | None = None,
              **options: Any) -> None:
@@ -194,6 +194,7 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
     from clusterctl.cli.findings_view import print_findings
     from clusterctl.writable import writable_dir
 
+    app = app_context(ctx)
     inventory = app.inventory()
     hosts = hosts_of_run(app, only)
     if out:
@@ -202,7 +203,7 @@ def _execute(app: AppContext, *, only: str | None, dry_run: bool, yes: bool = Fa
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
                                force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               options=RunOptions(**options), limit=app.limit, only=only)
+                               options=RunOptions(**options), limit=app.limit, given=given_options(ctx))
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import STATE_DIR, app_context
+from clusterctl.cli.context import STATE_DIR, app_context, given_options
 from clusterctl.terminal_layout import Column, print_table
 from clusterctl.terminal_text import one_line
 
@@ -105,7 +105,7 @@ def certs_renew(
                    [h.name for h in control_planes(selected)], yes=yes, dry_run=dry_run,
                    preview="clusterctl certs renew --dry-run")
     request = RenewRequest(apply=not dry_run, wait_s=wait, resume=resume, state_dir=state_dir,
-                           skip_phases=skip_phases, limit=app.limit)
+                           skip_phases=skip_phases, limit=app.limit, given=given_options(ctx))
     with app.runner() as runner:
         report = renew(runner, app.inventory(), selected, request)
     hosts = renew_summary(report)

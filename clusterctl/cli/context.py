@@ -246,6 +246,21 @@ DELETE_EMPTYDIR_DATA = typer.Option(False, "--delete-emptydir-data", help="Drain
 SKIP_PHASES = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 
 
+def given_options(ctx: typer.Context, *decided: str) -> tuple[str, ...]:
+    """The command's options as the user typed them (not from the environment or a default), for the line that
+    runs it again (``engine.run.command_line``: its state folder, --force...), but those the line words itself
+    (--resume, --yes, ``decided``), --dry-run (a plan does not go on) and --force-unlock (it clears a dead run's
+    lock once: again, it would take a live run's)."""
+    words: list[str] = []
+    for param in ctx.command.params:
+        name = str(param.name)
+        source = ctx.get_parameter_source(name)  # typer's own click: its enum is not click's, its name is
+        if param.param_type_name == "option" and name not in {"resume", "yes", "dry_run", "force_unlock", *decided} \
+                and source is not None and source.name == "COMMANDLINE":
+            words += [param.opts[0]] if getattr(param, "is_flag", False) else [param.opts[0], str(ctx.params[name])]
+    return tuple(words)
+
+
 def with_options(*templates: Callable[..., None]) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Options declared once for several commands: each ``template`` is a function that only declares options,
     as a command's parameters do (name, type, ``typer.Option`` with its help); the decorated command gets them

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context
+from clusterctl.cli.context import DRAIN_TIMEOUT, STATE_DIR, app_context, given_options
 from clusterctl.errors import ExitCode
 
 HELP = """\
@@ -49,7 +49,7 @@ def remove_node_command(
                    [host], yes=yes, dry_run=dry_run, preview=f"clusterctl remove-node {host} --dry-run")
     with app.runner() as runner:
         report = remove_node(inventory, target, runner, apply=not dry_run, drain_timeout_s=drain_timeout,
-                             state_dir=state_dir)
+                             state_dir=state_dir, given=given_options(ctx))
 
     def human() -> None:
         say = app.say

@@ -50,8 +50,7 @@ def reset_command(
                                         help="Purge the packages bootstrap's journals say it installed."),
     state_dir: str | None = STATE_DIR,
 ) -> None:
-    app = app_context(ctx)
     confirm_change("tear Kubernetes down (kubeadm reset, CNI files, iptables rules, kubelet state)",
-                   [h.name for h in hosts_of_run(app, only)], yes=yes, dry_run=dry_run,
+                   [h.name for h in hosts_of_run(app_context(ctx), only)], yes=yes, dry_run=dry_run,
                    preview="clusterctl reset --dry-run")
-    _execute(app, phase="reset", **{**ctx.params, "yes": True})  # asked above
+    _execute(ctx, phase="reset", **{**ctx.params, "yes": True})  # asked above

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from clusterctl.cli.confirm import YES, confirm_change
-from clusterctl.cli.context import DRAIN_TIMEOUT, SKIP_PHASES, STATE_DIR, AppContext, app_context, with_options
+from clusterctl.cli.context import DRAIN_TIMEOUT, SKIP_PHASES, STATE_DIR, app_context, given_options, with_options
 from clusterctl.errors import ExitCode
 from clusterctl.hostlist import compress
 from clusterctl.secret import mask_text
 from clusterctl.terminal_layout import print_wrapped
 
 if TYPE_CHECKING:
+    from clusterctl.cli.context import AppContext
     from clusterctl.day2.upgrade import UpgradeReport, UpgradeRequest
     from clusterctl.engine.phase import Phase
     from clusterctl.engine.run import HostPhaseResult
@@ -79,7 +80,7 @@ def upgrade_plan(
     max_unavailable: int = _MAX,
     skip_phases: str | None = SKIP_PHASES,
 ) -> None:
-    _execute(app_context(ctx), dry_run=True, yes=True, **ctx.params)
+    _execute(ctx, dry_run=True, yes=True, **ctx.params)
 
 
 @upgrade_app.command("apply", help="""Upgrade node by node; stops at the first node that fails (--resume continues).
@@ -101,7 +102,7 @@ def upgrade_apply(
     skip_phases: str | None = SKIP_PHASES,
     **options: Any,
 ) -> None:
-    _execute(app_context(ctx), **ctx.params)
+    _execute(ctx, **ctx.params)
 
 
 @upgrade_app.command("phase", help="""Run one phase of the upgrade by name (see 'upgrade phases').
@@ -116,7 +117,7 @@ Examples:
 def upgrade_phase(ctx: typer.Context, phase: str = typer.Argument(
         ..., metavar="NAME", help="kubeadm, kubeadm-upgrade, drain, kubelet, ..."), to: str | None = _TO,
                   **options: Any) -> None:
-    _execute(app_context(ctx), **ctx.params)
+    _execute(ctx, **ctx.params)
 
 
 @upgrade_app.command("phases", help="""List the upgrade's phases in the order they run.
@@ -137,13 +138,14 @@ def upgrade_phases(ctx: typer.Context) -> None:
     emit_phases(app_context(ctx), phases, default={p.name for p in phases}, batched=True)
 
 
-def _execute(app: AppContext, *, yes: bool, dry_run: bool, **fields: Any) -> None:
+def _execute(ctx: typer.Context, *, yes: bool, dry_run: bool, **fields: Any) -> None:
     """Every upgrade command: ask (unless a plan), run the engine's phases, print; exit 1 when a node failed.
     The other options are ``UpgradeRequest``'s fields by name (``ctx.params``); their ranges (``min=1``)
     already refused a count or a timeout below 1."""
     from clusterctl.day2.upgrade import UpgradeRequest, upgrade
 
-    request = UpgradeRequest(apply=not dry_run, limit=app.limit, **fields)
+    app = app_context(ctx)
+    request = UpgradeRequest(apply=not dry_run, limit=app.limit, given=given_options(ctx, "to"), **fields)
     inventory = app.inventory()
     hosts = app.hosts()
     what = f"run the upgrade's phase {request.phase}" if request.phase else \

@@ -308,8 +308,9 @@ class RenewRequest:
     resume: bool = False
     state_dir: str | None = None
     skip_phases: str | None = None
-    #: ``-l`` as given: the line that goes on after an interrupt names the same hosts.
+    #: ``-l`` and the command's options as typed: the line that goes on after an interrupt runs them again.
     limit: str | None = None
+    given: tuple[str, ...] = ()
 
 
 def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: RenewRequest) -> RunReport:
@@ -322,8 +323,8 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     settings = RunSettings(apply=request.apply, resume=request.resume, options=request, progress=progress,
                            batches=[[h.name] for h in chosen],
                            journal=place.journal("certs renew") if request.apply else None,
-                           resume_hint=command_line("certs", "renew", limit=request.limit,
-                                                    skip_phases=request.skip_phases, resume=True))
+                           resume_hint=command_line("certs", "renew", *request.given, limit=request.limit,
+                                                    resume=True))
     return run_phases(inventory, chosen, runner, phases, settings)
 
 

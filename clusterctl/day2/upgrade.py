@@ -54,7 +54,7 @@ from clusterctl.bootstrap.registry import phase_named
 from clusterctl.bootstrap.run import BootstrapRequest, run_bootstrap, run_options
 from clusterctl.bootstrap.run_data import RunOptions
 from clusterctl.changes import MAKES_APT, MAKES_DIR, MAKES_NO_TRACE, MAKES_REPO, Change
-from clusterctl.cluster_access import cluster_nodes, not_usable, read_answer, read_node, read_nodes
+from clusterctl.cluster_access import cluster_nodes, no_cluster_here, not_usable, read_answer, read_node, read_nodes
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
@@ -182,8 +182,10 @@ class UpgradeRequest:
     #: ``upgrade phase NAME``: that phase alone; ``--skip-phases a,b``.
     phase: str | None = None
     skip_phases: str | None = None
-    #: ``-l`` as given: the line that carries out a plan, or goes on after an interrupt, names the same hosts.
+    #: ``-l`` and the command's options as typed but ``--to``: the line that carries out a plan, or goes on after
+    #: an interrupt, runs the same hosts and options.
     limit: str | None = None
+    given: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # A name that is no phase is the user's to mend: said first, before asking or reading the cluster.
@@ -195,8 +197,8 @@ class UpgradeRequest:
         file's), but for 'upgrade phase', which has none: it runs again, each phase reading where its node stands."""
         resume = going_on and not self.phase
         return command_line("upgrade", *(("phase", self.phase) if self.phase else ("apply",)),
-                            *(() if resume else ("--to", target)), limit=self.limit, skip_phases=self.skip_phases,
-                            resume=resume, yes=going_on)
+                            *(() if resume else ("--to", target)), *self.given, limit=self.limit, resume=resume,
+                            yes=going_on)
 
 
 # --- what the phases share ---------------------------------------------------------------------------------
@@ -490,12 +492,13 @@ def read_control_plane(reader: Any) -> str | None:
 def _current(runner: Runner, inventory: Inventory, first_cp: Host) -> KubernetesVersion:
     """The oldest control plane's version: kubeadm's one minor at a time counts from it, and the skew policy keeps
     API servers one minor apart (a rollout stopped after the first control plane left the others behind). No API
-    server manifest on the first: no control plane runs there (``no_cluster_here``); on another: none to count."""
-    planes = [first_cp, *(h for h in inventory.control_planes if h.name != first_cp.name)]
-    fleet = runner.run_task(planes, lambda t: read_answer(t, f"cat {APISERVER_MANIFEST}", static_pod_version),
-                            label="control plane")
-    if fleet.outcomes[0].failure is not None:
-        raise not_usable(first_cp.name, "read the API server's version", fleet.outcomes[0].failure)
+    server manifest on the first: no control plane runs there (``no_cluster_here``); on another: none to count. Any
+    other failure, on any control plane, stops the run: the one not read may be the oldest."""
+    fleet = runner.run_task(inventory.control_planes, label="control plane",
+                            task=lambda t: read_answer(t, f"cat {APISERVER_MANIFEST}", static_pod_version))
+    for outcome in fleet.outcomes:
+        if outcome.failure is not None and (outcome.host.name == first_cp.name or not no_cluster_here(outcome.failure)):
+            raise not_usable(outcome.host.name, "read the API server's version", outcome.failure)
     return min(parse(version, where=APISERVER_MANIFEST) for version in fleet.values.values())
 
 

@@ -318,11 +318,11 @@ def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None
     return chosen
 
 
-def command_line(*words: str, limit: str | None, skip_phases: str | None, resume: bool, yes: bool = True) -> str:
-    """``clusterctl WORDS`` for the run's own hosts (``-l``) and phases (``--skip-phases``): what goes on after an
-    interrupt (``RunSettings.resume_hint``; ``resume``: the command has ``--resume``) or carries out a plan."""
+def command_line(*words: str, limit: str | None, resume: bool, yes: bool = True) -> str:
+    """``clusterctl WORDS`` (the command and the options its run was given) for the run's own hosts (``-l``): what
+    goes on after an interrupt (``RunSettings.resume_hint``; ``resume``: the command has ``--resume``) or carries
+    out a plan."""
     return shlex.join(["clusterctl", *(("-l", limit) if limit else ()), *words,
-                       *(("--skip-phases", skip_phases) if skip_phases else ()),
                        *(("--resume",) if resume else ()), *(("--yes",) if yes else ())])
 
 

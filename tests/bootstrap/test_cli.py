@@ -278,3 +278,29 @@ def test_an_interrupted_run_of_some_hosts_and_phases_goes_on_with_those(
     assert f"to go on where it stopped: clusterctl -l gpu-b1,gpu-b2 {goes_on}" in cut_short.stderr, cut_short.stderr
     went_on = run_cli("-i", DEMO, "-o", "json", "-l", "gpu-b1,gpu-b2", *shlex.split(goes_on)).json()
     assert went_on["hosts"] == ["gpu-b1", "gpu-b2"] and "packages" not in went_on["phases"]
+
+
+@pytest.mark.parametrize(("run", "kept"), [
+    (["bootstrap", "--allow-downgrade", "--without-survey"], "bootstrap --allow-downgrade --state-dir {state} "
+     "--without-survey --resume --yes"),
+    (["reset", "--restore-containerd", "--force", "--purge-packages"],
+     "reset --restore-containerd --force --purge-packages --state-dir {state} --yes")])
+def test_an_interrupted_run_goes_on_with_the_options_it_was_given(
+        run: list[str], kept: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line that goes on after Ctrl-C keeps the run's own --state-dir and the options that change what it does:
+    it dropped them, so the run it printed read another state folder (no progress there: it started over) and
+    installed no pin below what a host runs, or left what reset was told to remove, purge or restore."""
+    import signal
+
+    from day2.interrupts import Cut, interrupted
+
+    state = tmp_path / "my state"
+    cut = Cut("kernel", "modprobe", host="gpu-a1") if run[0] == "bootstrap" else Cut("reset", "", host="gpu-a1")
+    cut_short = interrupted(monkeypatch, cut, signal.SIGINT, "-i", DEMO, "-l", "gpu-a1", *run[:1], "--state-dir",
+                            state, *run[1:], "--yes")
+    goes_on = kept.format(state=shlex.quote(str(state)))
+    assert f"to go on where it stopped: clusterctl -l gpu-a1 {goes_on}" in cut_short.stderr, cut_short.stderr
+    went_on = run_cli("-i", DEMO, "-o", "json", "-l", "gpu-a1", *shlex.split(goes_on))
+    assert went_on.exit_code == 0, went_on.output
+    notes = went_on.json()["notes"]  # reset keeps no progress
+    assert run[0] == "reset" or any(note.startswith(f"progress kept in {state}") for note in notes), notes

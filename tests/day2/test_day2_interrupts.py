@@ -7,6 +7,7 @@ completes. Never a control-plane manifest left out of place.
 
 from __future__ import annotations
 
+import shlex
 import signal
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_certs_renew_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bo
     # Something changed from the first step on: there is a journal, and the interrupt names it.
     (journal,) = _journals(state_dir)
     assert cut_short.stderr.count(f"clusterctl undo {journal}") == 1, cut_short.stderr  # named once
-    assert "certs renew --resume --yes" in cut_short.stderr
+    assert "certs renew --restart-wait 1 --resume --yes" in cut_short.stderr
     if sig is signal.SIGINT:
         undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes")
         # The manifests go back; the certificates stay renewed, which undo names, exiting 1 (not a whole undo).
@@ -71,9 +72,9 @@ def test_an_interrupted_renew_of_some_control_planes_goes_on_with_those(bootstra
     --skip-phases had left alone."""
     cut_short = interrupted(monkeypatch, Cut("renew", "kubeadm certs renew all"), signal.SIGINT, "-i", DEMO, "-l",
                             "gpu-a1", "certs", "renew", "--skip-phases", "restart-etcd", "--yes", "--restart-wait", "1")
-    goes_on = "clusterctl -l gpu-a1 certs renew --skip-phases restart-etcd --resume --yes"
+    goes_on = "clusterctl -l gpu-a1 certs renew --restart-wait 1 --skip-phases restart-etcd --resume --yes"
     assert f"to go on where it stopped: {goes_on}" in cut_short.stderr, cut_short.stderr
-    resumed = clusterctl("-i", DEMO, "-o", "json", *goes_on.split()[1:], "--restart-wait", "1")
+    resumed = clusterctl("-i", DEMO, "-o", "json", *goes_on.split()[1:])
     assert resumed.exit_code == 0, resumed.output
     assert "restart-etcd" not in resumed.json()["run"]["phases"]
 
@@ -190,7 +191,7 @@ def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootst
     cut_short = interrupted(monkeypatch, cut, sig, *UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
     (journal,) = sorted((state_dir / "undo").glob("upgrade-1.36.3-*.json"))
     assert cut_short.stderr.count(f"clusterctl undo {journal}") == 1, cut_short.stderr  # named once
-    assert "clusterctl -l gpu-a1,gpu-b1 upgrade apply --resume --yes" in cut_short.stderr
+    assert "clusterctl -l gpu-a1,gpu-b1 upgrade apply --ready-timeout 5 --resume --yes" in cut_short.stderr
     resumed = clusterctl(*UPGRADE, "-o", "json", "apply", "--resume", "--yes", "--ready-timeout", "5")
     assert resumed.exit_code == 0, resumed.output
     assert {h["status"] for h in resumed.json()["hosts"]} <= {"upgraded", "up to date"}
@@ -200,9 +201,9 @@ def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootst
 
 
 #: A part of the upgrade, and the line that goes on with it after an interrupt ('upgrade phase' has no --resume).
-PARTS = {"phase": (("phase", "drain"), "upgrade phase drain --to 1.36.3 --yes"),
+PARTS = {"phase": (("phase", "drain"), "upgrade phase drain --to 1.36.3 --ready-timeout 5 --yes"),
          "skip-phases": (("apply", "--skip-phases", "network,gpu-addons"),
-                         "upgrade apply --skip-phases network,gpu-addons --resume --yes")}
+                         "upgrade apply --skip-phases network,gpu-addons --ready-timeout 5 --resume --yes")}
 
 
 @pytest.mark.parametrize("part", PARTS)
@@ -216,7 +217,7 @@ def test_an_interrupted_part_of_the_upgrade_goes_on_with_that_part(part: str, bo
     cut_short = interrupted(monkeypatch, Cut("drain: cordon", "cordon gpu-a1"), signal.SIGINT, *UPGRADE, *given,
                             "--to", "1.36.3", "--yes", "--ready-timeout", "5")
     assert f"to go on where it stopped: clusterctl -l gpu-a1,gpu-b1 {goes_on}" in cut_short.stderr, cut_short.stderr
-    done = clusterctl(*UPGRADE[:-1], "-o", "json", *goes_on.split(), "--ready-timeout", "5")
+    done = clusterctl(*UPGRADE[:-1], "-o", "json", *goes_on.split())
     assert done.exit_code == 0, done.output
     report = done.json()
     assert [h["host"] for h in report["hosts"]] == ["gpu-a1", "gpu-b1"] and report["addons"] == [], report
@@ -298,3 +299,33 @@ def test_tune_nccl_push_interrupted_after_a_write(sig: signal.Signals, _private_
     undone = clusterctl("-i", DEMO, "-l", "gpu-a1", "undo", str(journal), "--yes")
     assert undone.exit_code == 0, undone.output + journal.read_text() + cut_short.stderr
     assert _nccl_conf(_private_mock_state, "gpu-a1") == before["gpu-a1"]
+
+
+#: A day-2 command given its own state folder and options, cut short, and the line that goes on with them
+#: ({state}: the folder): each kept a progress file or a journal in that folder, and its line dropped it.
+GIVEN_RUNS = {
+    "certs renew": (Cut("renew", "kubeadm certs renew all"), ("certs", "renew", "--restart-wait", "1"),
+                    "certs renew --restart-wait 1 --state-dir {state} --resume --yes"),
+    "upgrade apply": (Cut("drain: cordon", "cordon gpu-a1"),
+                      ("-l", "gpu-a1,gpu-b1", "upgrade", "apply", "--to", "1.36.3", "--max-unavailable", "2",
+                       "--drain-timeout", "60", "--ready-timeout", "5"),
+                      "-l gpu-a1,gpu-b1 upgrade apply --max-unavailable 2 --drain-timeout 60.0 --ready-timeout 5 "
+                      "--state-dir {state} --resume --yes"),
+    "remove-node": (Cut("drain: cordon", "cordon gpu-b3"), ("remove-node", "gpu-b3", "--drain-timeout", "60"),
+                    "remove-node gpu-b3 --drain-timeout 60.0 --state-dir {state} --yes"),
+}
+
+
+@pytest.mark.parametrize("command", GIVEN_RUNS)
+def test_an_interrupted_day2_run_goes_on_with_its_state_folder_and_options(
+        command: str, bootstrapped_demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line that goes on after Ctrl-C keeps the --state-dir DIR the run was given, and its options: it dropped
+    them, so 'certs renew --resume' and 'upgrade apply --resume' found no progress in the default state folder
+    (exit 2), and the upgrade went on one worker at a time with the default timeouts."""
+    cut, given, goes_on = GIVEN_RUNS[command]
+    state = tmp_path / "my state"
+    cut_short = interrupted(monkeypatch, cut, signal.SIGINT, "-i", DEMO, *given, "--state-dir", state, "--yes")
+    line = f"clusterctl {goes_on.format(state=shlex.quote(str(state)))}"
+    assert f"to go on where it stopped: {line}" in cut_short.stderr, cut_short.stderr
+    went_on = clusterctl("-i", DEMO, *shlex.split(line)[1:])
+    assert went_on.exit_code == 0, went_on.output

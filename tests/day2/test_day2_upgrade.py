@@ -341,6 +341,10 @@ def test_a_plan_of_part_of_the_upgrade_names_the_command_that_runs_that_part(boo
     skipped = _run("upgrade", "plan", "--to", "1.37.2", "--skip-phases", "drain,uncordon")
     assert "run 'clusterctl upgrade apply --to 1.37.2 --skip-phases drain,uncordon' to carry it out" in \
         skipped.stdout, skipped.stdout
+    # It dropped --max-unavailable: the apply it named upgraded the workers one at a time, not as the plan showed.
+    batched = _run("upgrade", "plan", "--to", "1.37.2", "--max-unavailable", "2")
+    assert "run 'clusterctl upgrade apply --to 1.37.2 --max-unavailable 2' to carry it out" in batched.stdout, \
+        batched.stdout
 
 
 def test_a_control_plane_left_a_minor_behind_stops_the_next_minor(bootstrapped_3cp: Path) -> None:
@@ -359,6 +363,35 @@ def test_a_control_plane_left_a_minor_behind_stops_the_next_minor(bootstrapped_3
     assert state_digest(Path(os.environ["CLUSTERCTL_MOCK_STATE"])) == before
     plan = clusterctl("-i", inventory, "-o", "json", "upgrade", "plan", "--to", "1.36.3")
     assert plan.exit_code == 0 and plan.json()["current"] == "1.35.9", plan.output
+
+
+def test_a_control_plane_whose_version_cannot_be_read_stops_the_plan_and_the_apply(bootstrapped_3cp: Path) -> None:
+    # The oldest control plane's version was read on every control plane, but one that did not answer (or whose
+    # manifest could not be read) was left out in silence: the next minor was counted from the others, and a
+    # gpu-a2 a minor behind would have been taken two minors at once.
+    inventory, state = str(bootstrapped_3cp), Path(os.environ["CLUSTERCTL_MOCK_STATE"])
+    (manifest,) = state.rglob("gpu-a2/fs/etc/kubernetes/manifests/kube-apiserver.yaml")
+    text = manifest.read_text()
+    digest = "sha256:" + "0123456789abcdef" * 4
+    manifest.write_text(text.replace("kube-apiserver:v1.36.2", f"kube-apiserver@{digest}"))
+    before = state_digest(state)
+    for command in (("upgrade", "plan"), ("upgrade", "apply", "--yes")):
+        refused = clusterctl("-i", inventory, *command, "--to", "1.37.2")
+        assert refused.exit_code == 1 and refused.stdout == "", refused.output
+        assert "cannot read the API server's version: the control plane gpu-a2 answered, but the read failed" in \
+            refused.stderr and "pinned by digest" in refused.stderr, refused.stderr
+    assert state_digest(state) == before
+    manifest.unlink()  # no API server there (a control plane not joined yet): none to count, as before
+    plan = clusterctl("-i", inventory, "-l", "gpu-a1", "-o", "json", "upgrade", "plan", "--to", "1.36.3")
+    assert plan.exit_code == 0 and plan.json()["current"] == "1.36.2", plan.output
+    manifest.write_text(text)
+    assert clusterctl("-i", inventory, "-l", "gpu-a2", "mock", "set", "power=off").exit_code == 0
+    before = state_digest(state)
+    down = clusterctl("-i", inventory, "-l", "gpu-a1", "upgrade", "apply", "--yes", "--to", "1.37.2")
+    assert down.exit_code == 1 and down.stdout == "", down.output
+    assert "cannot read the API server's version: the control plane gpu-a2 was not reached (unreachable" in \
+        down.stderr, down.stderr
+    assert state_digest(state) == before
 
 
 def test_an_empty_to_is_refused_not_taken_for_the_pin(bootstrapped_demo: Path) -> None:

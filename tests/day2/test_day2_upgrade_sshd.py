@@ -14,6 +14,7 @@ ssh. Everything the test checks afterwards comes from the hosts themselves: each
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import time
@@ -127,7 +128,7 @@ def test_an_upgrade_interrupted_on_one_host_resumes_to_the_end(sshd_hosts: SSHDH
     assert proc.returncode == 130, out + err
     assert "w1: interrupted in phase drain" in err
     assert "to take back what this run changed: clusterctl undo " in err
-    assert "to go on where it stopped: clusterctl upgrade apply --resume --yes" in err
+    assert f"to go on where it stopped: clusterctl upgrade apply {shlex.join(state)} --resume --yes" in err
     # Nothing happened on w2; every lock this run took was given back.
     assert cluster.installed("w2", "kubelet") == "1.36.2-1.1"
     assert not cluster.sudo_lines("w2", "=1.36.3-") and not cluster.sudo_lines("w2", "kubeadm upgrade")
@@ -184,7 +185,8 @@ def test_certs_renew_interrupted_over_sshd_never_leaves_a_manifest_out(
         cut = Cut(cut.step, cut.pattern, cut.nth, host="cp1")
         cut_short = interrupted(monkeypatch, cut, sig, *cluster.common, "certs", "renew", "--yes", "--restart-wait",
                                 "1", transport=SSHTransport)
-        assert "clusterctl undo " in cut_short.stderr and "certs renew --resume --yes" in cut_short.stderr
+        assert "clusterctl undo " in cut_short.stderr, cut_short.stderr
+        assert "certs renew --restart-wait 1 --resume --yes" in cut_short.stderr, cut_short.stderr
         assert {p.stem for p in manifests.glob("*.yaml")} >= set(COMPONENTS), cut_short.output
     resumed = clusterctl(*cluster.common, "-o", "json", "certs", "renew", "--resume", "--yes", "--restart-wait", "1")
     assert resumed.exit_code == 0, resumed.output
