@@ -284,7 +284,8 @@ def test_kubectl_gets_every_lease_it_is_named(tmp_path: Path) -> None:
     assert (both.exit_code, both.stdout, both.stderr) == (0, "NAME   HOLDER\na      ha\nbb     holder-b\n", "")
     missing = 'Error from server (NotFound): leases.coordination.k8s.io "{}" not found\n'.format
     one_gone = host.run_line(f"{kubectl} get lease nosuch a")
-    assert (one_gone.exit_code, one_gone.stdout, one_gone.stderr) == (1, "NAME   HOLDER\na      ha\n", missing("nosuch"))
+    assert (one_gone.exit_code, one_gone.stdout, one_gone.stderr) == \
+        (1, "NAME   HOLDER\na      ha\n", missing("nosuch"))
     listed = host.run_line(f"{kubectl} get lease a nosuch bb -o json")
     assert (listed.exit_code, listed.stderr) == (1, missing("nosuch"))
     as_list = json.loads(listed.stdout)
