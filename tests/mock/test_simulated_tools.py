@@ -268,6 +268,34 @@ def test_kubectl_deletes_a_lease_named_either_way(tmp_path: Path) -> None:
     assert (gone.exit_code, gone.stdout, gone.stderr) == (0, "", "")
 
 
+def test_kubectl_gets_every_lease_it_is_named(tmp_path: Path) -> None:
+    """``kubectl get lease a bb`` answers both, as the real kubectl 1.37.2 did against a real API server: one table,
+    a ``List`` with ``-o json``, and a NotFound line (exit 1) for each name the cluster lacks (it read the first
+    name alone and took no notice of the others)."""
+    import json
+
+    host = _control_plane(tmp_path)
+    kubectl = "kubectl --kubeconfig /etc/kubernetes/admin.conf"
+    for name, holder in (("a", "ha"), ("bb", "holder-b")):
+        lease = f"apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: {name}}}\n" \
+                f"spec: {{holderIdentity: {holder}}}\n"
+        assert host.run_line(f"{kubectl} create -f -", lease.encode()).exit_code == 0
+    both = host.run_line(f"{kubectl} get lease a bb")
+    assert (both.exit_code, both.stdout, both.stderr) == (0, "NAME   HOLDER\na      ha\nbb     holder-b\n", "")
+    missing = 'Error from server (NotFound): leases.coordination.k8s.io "{}" not found\n'.format
+    one_gone = host.run_line(f"{kubectl} get lease nosuch a")
+    assert (one_gone.exit_code, one_gone.stdout, one_gone.stderr) == \
+        (1, "NAME   HOLDER\na      ha\n", missing("nosuch"))
+    listed = host.run_line(f"{kubectl} get lease a nosuch bb -o json")
+    assert (listed.exit_code, listed.stderr) == (1, missing("nosuch"))
+    as_list = json.loads(listed.stdout)
+    assert (as_list["kind"], [item["metadata"]["name"] for item in as_list["items"]]) == ("List", ["a", "bb"])
+    none = host.run_line(f"{kubectl} get lease nosuch other -o json")
+    assert (none.exit_code, json.loads(none.stdout)["items"], none.stderr) == \
+        (1, [], missing("nosuch") + missing("other"))
+    assert json.loads(host.run_line(f"{kubectl} get lease a -o json").stdout)["kind"] == "Lease"
+
+
 def test_a_package_the_profile_holds_is_held_for_every_apt_tool(tmp_path: Path) -> None:
     """``machine.packages.held``: apt-mark lists the hold, apt-get keeps to it, and ``apt-mark unhold`` releases it
     (dpkg-query alone saw it, and still did after the unhold)."""

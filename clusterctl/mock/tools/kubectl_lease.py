@@ -41,9 +41,18 @@ def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def _printed(ctx: ToolContext, lease: dict[str, Any], options: dict[str, str], text: str) -> ToolResult:
-    """With ``-o json`` the Lease as stored, else ``text``."""
-    return ctx.ok(json.dumps(lease, indent=4) + "\n" if options.get("--output") == "json" else text)
+def _got(found: list[dict[str, Any]], options: dict[str, str], *, one_named: bool) -> str:
+    """What ``get`` prints of the Leases it found: with ``-o json`` the one named, or a ``List`` when several were
+    named (of none too); else kubectl's table (nothing when none was found)."""
+    if options.get("--output") == "json":
+        if one_named:
+            return "".join(json.dumps(lease, indent=4) + "\n" for lease in found)
+        return json.dumps({"apiVersion": "v1", "items": found, "kind": "List", "metadata": {"resourceVersion": ""}},
+                          indent=4) + "\n"
+    rows = [("NAME", "HOLDER")] + [(lease["metadata"]["name"], str((lease.get("spec") or {}).get("holderIdentity", "")))
+                                   for lease in found]
+    width = max(len(name) for name, _holder in rows) + 3
+    return "".join(f"{name.ljust(width)}{holder}\n" for name, holder in rows) if found else ""
 
 
 def _stored(kube: dict[str, Any], doc: dict[str, Any], namespace: str, previous: dict[str, Any] | None) \
@@ -68,13 +77,12 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[
     if words[0] == "get":
         if len(words) < 3:
             return ctx.fail("error: resource name may not be empty\n")
-        name = words[2]
-        lease = (ks.read(ctx).get("leases") or {}).get(_key(namespace, name))
-        if lease is None:
-            return ks.not_found(RESOURCE, name)
-        holder = str((lease.get("spec") or {}).get("holderIdentity", ""))
-        width = max(len(name), 4) + 3
-        return _printed(ctx, lease, options, f"{'NAME'.ljust(width)}HOLDER\n{name.ljust(width)}{holder}\n")
+        # Each name in turn, as kubectl gets them: those found printed, a NotFound line (exit 1) for each other.
+        stored = ks.read(ctx).get("leases") or {}
+        found = [stored[_key(namespace, name)] for name in words[2:] if _key(namespace, name) in stored]
+        missing = [name for name in words[2:] if _key(namespace, name) not in stored]
+        return ToolResult(_got(found, options, one_named=len(words) == 3),
+                          "".join(ks.not_found(RESOURCE, name).stderr for name in missing), 1 if missing else 0)
     doc = docs[0]
     meta = doc.get("metadata") or {}
     name = str(meta.get("name") or "")
@@ -96,4 +104,5 @@ def run(ctx: ToolContext, words: list[str], options: dict[str, str], docs: list[
                                   f'please apply your changes to the latest version and try again\n', 1)
         lease = _stored(kube, doc, namespace, current)
         leases[_key(namespace, name)] = lease
-        return _printed(ctx, lease, options, f"lease.coordination.k8s.io/{name} {words[0]}d\n")
+        return ctx.ok(json.dumps(lease, indent=4) + "\n" if options.get("--output") == "json"
+                      else f"lease.coordination.k8s.io/{name} {words[0]}d\n")
