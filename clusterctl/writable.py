@@ -116,16 +116,16 @@ def _temporary_beside(path: Path, permissions: int) -> tuple[int, Path]:
 
 def write_files(files: Mapping[str, str], folder: str | Path) -> list[Path]:
     """Write each relative name's text under ``folder`` (subfolders created), each through ``replace_file``.
-    ``folder`` is the ``--out DIR`` a user gave (dashboards, artifacts, tune-nccl): a file there, or a folder
-    where one of its files goes, is exit 2."""
+    ``folder`` is the ``--out DIR`` a user gave (dashboards, artifacts, tune-nccl): a file there, a folder
+    where one of its files goes, or a full disk, is exit 2."""
     make_folder(Path(folder), f"--out {folder}")
     written: list[Path] = []
     for name, text in files.items():
         path = Path(folder) / name
         try:
             replace_file(path, text)
-        except (IsADirectoryError, NotADirectoryError, FileExistsError) as exc:
-            # A folder where the file goes, or a file where a folder above it goes: the user's to move.
+        except OSError as exc:
+            # A folder where the file goes, a file where a folder above it goes, a full disk: the user's to mend.
             raise UsageError(f"--out {folder}: cannot write {path}: {exc.strerror or exc}.") from None
         written.append(path)
     return written

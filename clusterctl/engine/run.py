@@ -459,7 +459,7 @@ def _after_interrupt(run: _Run) -> str:
     lines = [note for note in report.notes if not report.undo_journal or note != undo_line(report.undo_journal)]
     if report.undo_journal:
         lines.append(f"to take back what this run changed: clusterctl undo {report.undo_journal}")
-    if settings.resume_hint:
+    if settings.resume_hint and settings.apply:  # a plan has nothing to go on with (and the line would apply it)
         lines.append(f"to go on where it stopped: {settings.resume_hint}")
     return "\n".join(lines)
 

@@ -300,8 +300,7 @@ def _yaml_vars(node: Mapping) -> dict[str, Var]:
 
 def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
     ungrouped = tree.group("ungrouped", 1)
-    parents = _parents(tree)
-    depth = _depths(tree, parents)
+    depth, ancestors = _walk(tree, _parents(tree))
     order = {name: index for index, name in enumerate(tree.groups)}
     grouped = {host for g in tree.groups.values() if g.name not in ("all", "ungrouped") for host in g.hosts}
     # Ungrouped: the hosts no real group names, in file order (as Ansible does).
@@ -310,7 +309,7 @@ def _resolve(tree: _Tree, base_dir: Path, fmt: str) -> Inventory:
     memberships: dict[str, set[str]] = {name: set() for name in tree.hosts}
     for group in tree.groups.values():
         for host in group.hosts:
-            memberships[host].update(_ancestors(group.name, parents))
+            memberships[host].update(ancestors[group.name])
     hosts: list[Host] = []
     for host_def in tree.hosts.values():
         groups = sorted(memberships[host_def.name] | {"all"}, key=lambda g: (depth[g], g))
@@ -340,19 +339,11 @@ def _parents(tree: _Tree) -> dict[str, set[str]]:
     return parents
 
 
-def _ancestors(name: str, parents: dict[str, set[str]]) -> set[str]:
-    seen: set[str] = set()
-    todo = [name]
-    while todo:
-        current = todo.pop()
-        if current not in seen:
-            seen.add(current)
-            todo.extend(parents[current])
-    return seen
-
-
-def _depths(tree: _Tree, parents: dict[str, set[str]]) -> dict[str, int]:
+def _walk(tree: _Tree, parents: dict[str, set[str]]) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """Each group's depth below ``all`` and its ancestors (itself included), in one walk up ``parents``; a loop is
+    an error, one through ``all`` too (as in Ansible: ``all`` holds every group, so none can hold it)."""
     depth: dict[str, int] = {}
+    ancestors: dict[str, set[str]] = {}
 
     def visit(name: str, path: tuple[str, ...]) -> int:
         if name in path:
@@ -363,9 +354,11 @@ def _depths(tree: _Tree, parents: dict[str, set[str]]) -> dict[str, int]:
                 f"{name}:children",
             )
         if name not in depth:
-            depth[name] = 0 if name == "all" else 1 + max(visit(p, (*path, name)) for p in parents[name])
+            parent_depths = [visit(p, (*path, name)) for p in parents[name]]
+            depth[name] = 0 if name == "all" else 1 + max(parent_depths)
+            ancestors[name] = {name}.union(*(ancestors[p] for p in parents[name]))
         return depth[name]
 
     for name in tree.groups:
         visit(name, ())
-    return depth
+    return depth, ancestors

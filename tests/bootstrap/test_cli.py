@@ -304,3 +304,17 @@ def test_an_interrupted_run_goes_on_with_the_options_it_was_given(
     assert went_on.exit_code == 0, went_on.output
     notes = went_on.json()["notes"]  # reset keeps no progress
     assert run[0] == "reset" or any(note.startswith(f"progress kept in {state}") for note in notes), notes
+
+
+@pytest.mark.parametrize("run", [["bootstrap", "plan"], ["bootstrap", "--dry-run"], ["reset", "--dry-run"]])
+def test_an_interrupted_plan_names_no_command_that_changes_hosts(run: list[str], monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """A plan or dry run cut short has nothing to go on with: it said 'to go on where it stopped: clusterctl
+    bootstrap --resume --yes' (or 'clusterctl reset --yes'), which changes the hosts the user only meant to look at."""
+    import signal
+
+    from day2.interrupts import Cut, interrupted
+
+    cut = Cut("read", "lsmod" if run[0] == "bootstrap" else "", host="gpu-a1")
+    cut_short = interrupted(monkeypatch, cut, signal.SIGINT, "-i", DEMO, "-l", "gpu-a1", *run)
+    assert "interrupted (SIGINT)" in cut_short.stderr and "--yes" not in cut_short.stderr, cut_short.stderr

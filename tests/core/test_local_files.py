@@ -23,7 +23,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", disk_full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(UsageError, match=f"cannot write {tmp_path / 'nccl.conf'}: No space left on device"):
         write_files({"nccl.conf": "NCCL_IB_HCA=mlx5_1\n"}, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nccl.conf"]
     assert (tmp_path / "nccl.conf").read_text() == "NCCL_IB_HCA=mlx5_0\n"
@@ -94,6 +94,23 @@ def test_an_out_folder_that_is_a_file_is_a_usage_error(command: tuple[str, ...],
     assert (done.exit_code, done.stdout) == (2, "")
     assert " ".join(done.stderr.split()) == f"error: --out {tmp_path / 'afile'}: exists and is not a folder."
     assert (tmp_path / "afile").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("command", [("tune-nccl",), ("bootstrap", "artifacts"), ("dashboards",)])
+def test_a_full_disk_under_out_is_an_error_naming_the_file(command: tuple[str, ...], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk under --out ended in 'internal error: OSError', exit 1, naming no file."""
+    from clirun import DEMO, clusterctl
+
+    def disk_full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    done = clusterctl("-i", DEMO, *command, "--out", tmp_path / "out")
+    said = " ".join(done.stderr.split())
+    assert done.exit_code == 2 and "internal error" not in said, said
+    assert f"error: --out {tmp_path / 'out'}: cannot write {tmp_path / 'out'}/" in said
+    assert said.endswith(": No space left on device.")
 
 
 def _renames(tree: ast.AST) -> list[int]:

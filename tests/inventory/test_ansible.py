@@ -308,6 +308,8 @@ def test_yaml_bad_port(write: WriteFile) -> None:
         ("[g]\nh1 clusterctl_transport=mock\n", 2, "no profile"),
         ("[g]\nh1 clusterctl_transport=mock clusterctl_profile=nowhere\n", 2, "does not exist"),
         ("[a:children]\nb\n[b:children]\na\n[b]\nh1\n", 1, "loop"),
+        # Ansible refuses 'all' under a group's children too (all holds every group); it made all's hosts the group's.
+        ("[all]\nh1\n[x:children]\nall\n[x]\nh2\n", 1, "all -> x -> all"),
     ],
 )
 def test_ini_errors(write: WriteFile, text: str, line: int, words: str) -> None:
