@@ -263,12 +263,11 @@ def grep(ctx: ToolContext) -> ToolResult:
     except re.error:
         return ToolResult("", f"grep: Invalid regular expression: {pattern}\n", 2)
     sources = rest or ["-"]
-    out, err, found, error = "", "", False, False
+    out, err, found = "", "", False
     for source in sources:
         data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
         if data is None:
             err += f"grep: {source}: No such file or directory\n"
-            error = True
             continue
         count = 0
         for line in data.decode(errors="replace").splitlines():
@@ -282,23 +281,14 @@ def grep(ctx: ToolContext) -> ToolResult:
                 out += (f"{source}:" if len(sources) > 1 or "H" in flags else "") + line + "\n"
         if "c" in flags:
             out += (f"{source}:" if len(sources) > 1 else "") + f"{count}\n"
-    return ToolResult(out, err, 0 if found else (2 if error else 1))
+    return ToolResult(out, err, 0 if found else (2 if err else 1))  # 2: a file could not be read
 
 
 def _posix_to_python(pattern: str, *, extended: bool) -> str:
     if extended:
         return pattern
-    # Basic regular expressions: \( \) \| \+ \? are the operators; bare ( ) | + ? are literals.
-    out, i = "", 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < len(pattern) and pattern[i + 1] in "()|+?{}":
-            out += pattern[i + 1]
-            i += 2
-            continue
-        out += "\\" + ch if ch in "()|+?{}" else ch
-        i += 1
-    return out
+    # Basic regular expressions: \( \) \| \+ \? \{ \} are the operators; bare ( ) | + ? { } are literals.
+    return re.sub(r"\\([()|+?{}])|([()|+?{}])", lambda found: found.group(1) or "\\" + found.group(2), pattern)
 
 
 def head_tail(ctx: ToolContext) -> ToolResult:
