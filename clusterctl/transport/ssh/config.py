@@ -161,25 +161,16 @@ if _invoke is not None:  # None: invoke is not installed, and paramiko refuses M
     vars(paramiko.config)["invoke"] = _match_exec
 
 
-def _lookup(config: paramiko.SSHConfig | None, *names: str) -> dict[str, Any]:
-    """ssh_config's values for the first of ``names``; what its lookup leaves unset, those of the next."""
+def _lookup(config: paramiko.SSHConfig | None, name: str) -> dict[str, Any]:
     if config is None:
         return {}
-    found: dict[str, Any] = {}
-    _match_exec.kept = {}
     try:
-        for name in dict.fromkeys(names):
-            try:
-                looked_up = dict(config.lookup(name))
-            except Exception as exc:  # paramiko raises several kinds for odd configs
-                raise TransportError(FailureKind.ERROR, f"ssh_config lookup for {name!r} failed: {exc}") from exc
-            # paramiko fills 'hostname' with the looked-up name itself when nothing matched.
-            if looked_up.get("hostname") == name:
-                looked_up.pop("hostname")
-            for key, value in looked_up.items():
-                found.setdefault(key, value)
-    finally:
-        _match_exec.kept = None
+        found = dict(config.lookup(name))
+    except Exception as exc:  # paramiko raises several kinds for odd configs
+        raise TransportError(FailureKind.ERROR, f"ssh_config lookup for {name!r} failed: {exc}") from exc
+    # paramiko fills 'hostname' with the looked-up name itself when nothing matched.
+    if found.get("hostname") == name:
+        found.pop("hostname")
     return found
 
 
@@ -213,7 +204,14 @@ def resolve_target(
     the name's lookup leaves unset are also looked up by the address, as ssh would if it
     had been given the address.
     """
-    found = _lookup(config, name, address or name)
+    _match_exec.kept = {}
+    try:
+        found = _lookup(config, name)
+        if address and address != name:
+            for k, v in _lookup(config, address).items():
+                found.setdefault(k, v)
+    finally:
+        _match_exec.kept = None
     # Inventory ``ssh.options`` are ssh_config-style settings that win over the file.
     for k, v in options:
         found[k.lower()] = v
