@@ -10,6 +10,7 @@ port 22, ``~/.ssh/id_ed25519``/``id_ecdsa``/``id_rsa``).
 from __future__ import annotations
 
 import getpass
+import io
 import os
 import re
 import threading
@@ -143,16 +144,16 @@ class _MatchExecAnswers(threading.local):
     """``invoke`` as paramiko's ssh_config reader uses it (``invoke.run`` of a ``Match exec`` command), wrapped:
     paramiko runs such a command in both passes of a lookup and a host is looked up by its name and its address,
     so it ran four times per host where ssh runs it once. While one host is looked up (``kept`` set), each command
-    runs once and its answer is kept."""
+    runs once and its answer is kept. Its stdin is empty, as ssh has it: not clusterctl's own (a piped file, or the
+    terminal's keys, the terminal switched to cbreak mode while it runs)."""
 
     kept: dict[str, Any] | None = None
 
     def run(self, command: str, **options: Any) -> Any:
-        if self.kept is None:
-            return _invoke.run(command, **options)
-        if command not in self.kept:
-            self.kept[command] = _invoke.run(command, **options)
-        return self.kept[command]
+        kept = {} if self.kept is None else self.kept
+        if command not in kept:
+            kept[command] = _invoke.run(command, in_stream=io.StringIO(), **options)
+        return kept[command]
 
 
 _match_exec = _MatchExecAnswers()
