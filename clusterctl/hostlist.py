@@ -40,8 +40,9 @@ def compress(names: Iterable[str]) -> str:
 
 #: pdsh's ``gpu[01-16,20]`` and Ansible's ``gpu[01:16]``: one bracketed range in a name.
 _RANGE_PART = re.compile(r"\[([^\[\]]*)\]")
-#: Hosts one ad-hoc list may name (a typo like gpu[1-9999999] fails at once instead).
-MAX_LIST_HOSTS = 100_000
+#: Hosts one range or host list may name (ad hoc or in an inventory file): far above any real cluster, low enough
+#: that a typo such as ``gpu[1:2000000]`` is an error in a second rather than minutes of work and gigabytes.
+MAX_RANGE_HOSTS = 100_000
 
 
 def expand(spec: str) -> list[str]:
@@ -56,8 +57,8 @@ def expand(spec: str) -> list[str]:
         if item:
             for name in _expand_item(item):
                 names[name] = None
-                if len(names) > MAX_LIST_HOSTS:
-                    raise BadValue(f"the host list names more than {MAX_LIST_HOSTS:,} hosts.")
+                if len(names) > MAX_RANGE_HOSTS:
+                    raise BadValue(f"the host list names more than {MAX_RANGE_HOSTS:,} hosts.")
     return list(names)
 
 
@@ -76,12 +77,17 @@ def _expand_item(item: str) -> list[str]:
         start, end = bounds.group(1), bounds.group(2) or bounds.group(1)
         if int(end) < int(start):
             raise BadValue(f"{item!r}: the range {piece} goes backwards.")
-        if int(end) - int(start) >= MAX_LIST_HOSTS:
-            raise BadValue(f"{item!r}: the range {piece} names more than {MAX_LIST_HOSTS:,} hosts.")
-        width = len(start) if start.startswith("0") else 0
-        for n in range(int(start), int(end) + 1):
-            out.extend(_expand_item(f"{head}{n:0{width}d}{tail}"))
+        if int(end) - int(start) >= MAX_RANGE_HOSTS:
+            raise BadValue(f"{item!r}: the range {piece} names more than {MAX_RANGE_HOSTS:,} hosts.")
+        for number in padded_numbers(start, end):
+            out.extend(_expand_item(f"{head}{number}{tail}"))
     return out
+
+
+def padded_numbers(start: str, end: str, step: int = 1) -> list[str]:
+    """``start`` to ``end`` as a host range writes them: padded to the width of a ``start`` such as ``01``."""
+    width = len(start) if start.startswith("0") else 0
+    return [str(n).zfill(width) for n in range(int(start), int(end) + 1, step)]
 
 
 def looks_like_host_list(spec: str) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import BadValue, InventoryFileReader
+from clusterctl.hostlist import MAX_RANGE_HOSTS, padded_numbers
 from clusterctl.inventory import values
 from clusterctl.inventory.ansible_vars import HostBuilder, Var
 from clusterctl.inventory.model import Host, Inventory
@@ -170,9 +171,6 @@ def _ini_value(raw: str) -> Any:
     return raw
 
 
-#: Hosts one range may name: far above any real cluster, low enough that a typo such as
-#: ``gpu[1:2000000]`` is an error in a second rather than minutes of work and gigabytes.
-MAX_RANGE_HOSTS = 100_000
 _BROKEN_RANGE = re.compile(r"\[([^\]:]*):([^\]]*)\]")
 #: The hint of a range that cannot be read.
 _RANGE_FORMS = "Ranges look like [01:16] or [a:f], optionally with a step: [1:9:2]."
@@ -199,11 +197,10 @@ def expand_host_range(pattern: str) -> list[str]:
         raise BadValue(f"the range step in '{pattern}' must be at least 1.")
     if start.isdigit() and end.isdigit():
         first, last = int(start), int(end)
-        width = len(start) if start.startswith("0") else 0
         numbers = range(first, last + 1, step)
         if len(numbers) > MAX_RANGE_HOSTS:
             raise _too_many(pattern, len(numbers))
-        items = [str(n).zfill(width) for n in numbers]
+        items = padded_numbers(start, end, step)
     elif len(start) == 1 and len(end) == 1 and start.isalpha() and end.isalpha():
         first, last = ord(start), ord(end)
         items = [chr(c) for c in range(first, last + 1, step)]

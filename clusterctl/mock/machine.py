@@ -33,7 +33,7 @@ from clusterctl.mock.shell import Shell
 from clusterctl.mock.state import STATE_VERSION, ClusterState, HostState, MockCluster, StateError
 from clusterctl.mock.tools import BIN_DIRS, FILE_TOOLS, tool_module
 from clusterctl.mock.tools import packages as db
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, UsageError, usage_error
 from clusterctl.mock.turns import pause
 from clusterctl.wording import seconds
 
@@ -292,7 +292,10 @@ class MockMachine:
             # it (``cat > FILE`` of put and of the bootstrap lock).
             return None
         ctx = self.context(list(argv), stdin, dict(env or {}), cwd)
-        result: ToolResult = module.run(ctx)
+        try:
+            result: ToolResult = module.run(ctx)
+        except UsageError as exc:
+            result = usage_error(argv[0], exc)
         # What the tool logged along the way (kubeadm's klog warnings) comes before its answer's own stderr.
         return replace(result, stderr="".join(ctx.logged) + result.stderr)
 

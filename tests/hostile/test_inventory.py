@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.errors import BadValue
-from clusterctl.hostlist import expand
-from clusterctl.inventory.ansible import MAX_RANGE_HOSTS
+from clusterctl.hostlist import MAX_RANGE_HOSTS, expand
 from clusterctl.inventory.loader import load_inventory
 
 from .conftest import DEMO

@@ -9,6 +9,7 @@ import base64
 import getpass
 import hashlib
 import hmac
+import io
 from pathlib import Path
 
 import paramiko
@@ -92,6 +93,29 @@ def test_address_patterns_apply_when_the_name_sets_nothing(config: paramiko.SSHC
     # "Host *" matched the name first (User fallback): the first value obtained wins, as in ssh.
     assert target.user == "fallback"
     assert target.hostname == "10.9.0.7"
+
+
+def test_a_match_exec_command_runs_once_per_host_not_once_per_lookup(tmp_path: Path) -> None:
+    """paramiko runs a ``Match exec`` command in both passes of a lookup, and a host is looked up by its name and
+    by its address: a slow command (a VPN or port check) ran four times on each host of a fan-out; ssh runs it
+    once. Its answer still decides (``User matched``), and a command of its own for each host still runs."""
+    runs = tmp_path / "runs"
+    config = paramiko.SSHConfig.from_text(f'Match exec "echo %n >> {runs}; case %n in *1) ;; *) false;; esac"\n'
+                                          f'  User matched\nMatch exec "echo ran >> {runs}"\n  Port 2200\n')
+    targets = [target_for_host(Host(name=f"gpu-0{n}", address=f"10.0.0.1{n}"), config, 30) for n in (1, 2)]
+    assert [(t.user, t.port) for t in targets] == [("matched", 2200), (getpass.getuser(), 2200)]
+    assert runs.read_text().split() == ["gpu-01", "ran", "10.0.0.11", "gpu-02", "ran", "10.0.0.12"]
+
+
+def test_a_match_exec_command_reads_nothing_of_clusterctls_input(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """ssh runs a ``Match exec`` command with an empty stdin; under clusterctl it was handed clusterctl's own: what
+    was piped to clusterctl, or the terminal's keys."""
+    monkeypatch.setattr("sys.stdin", io.StringIO("piped to clusterctl\n"))
+    read = tmp_path / "read"
+    config = paramiko.SSHConfig.from_text(f'Match exec "cat > {read}"\n  User matched\n')
+    assert target_for_host(Host(name="gpu-01"), config, 30).user == "matched"
+    assert read.read_text() == ""
 
 
 def test_a_proxycommand_through_ssh_w_is_a_jump_as_in_an_ansible_inventory(tmp_path: Path) -> None:

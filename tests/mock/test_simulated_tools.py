@@ -117,6 +117,36 @@ def test_kernel_modules_sysctl_and_swap(cluster: Path) -> None:
     assert t.run("swapon --show").stdout == ""
 
 
+def test_system_tools_refuse_the_options_they_do_not_know(cluster: Path) -> None:
+    """An option systemctl, modprobe, sysctl, hostname or apt-mark does not know is refused as the real one refuses
+    it (recordings/ran-here-debian12.txt), and nothing is done: they took any option and went on (sysctl prints
+    its usage and exits 0; hostname exits 255). The options clusterctl sends still work."""
+    t = node(cluster)
+    expected = {
+        "systemctl --bogus stop containerd": (1, "systemctl: unrecognized option '--bogus'\n"),
+        "systemctl -Z stop containerd": (1, "systemctl: invalid option -- 'Z'\n"),
+        "modprobe --bogus br_netfilter": (1, "modprobe: unrecognized option '--bogus'\n"),
+        "sysctl -Z -w net.ipv4.ip_forward=1": (0, "sysctl: invalid option -- 'Z'\n"),
+        "hostname --bogus": (255, "hostname: unrecognized option '--bogus'\n"),
+        "apt-mark --bogus hold containerd": (
+            100, "E: Command line option --bogus is not understood in combination with the other options\n"),
+        "apt-mark -Z hold containerd": (
+            100, "E: Command line option 'Z' [from -Z] is not understood in combination with the other options.\n"),
+    }
+    answered = {line: t.run(line) for line in expected}
+    assert {line: (answer.exit_code, answer.stderr) for line, answer in answered.items()} == expected
+    assert answered["sysctl -Z -w net.ipv4.ip_forward=1"].stdout.startswith("\nUsage:\n sysctl [options]")
+    assert answered["hostname --bogus"].stdout.startswith("Usage: hostname [-b] {hostname|-F file}")
+    assert (t.run("systemctl is-active containerd").stdout, t.run("sysctl -n net.ipv4.ip_forward").stdout,
+            t.run("apt-mark showhold").stdout) == ("active\n", "0\n", "")
+    assert "br_netfilter" not in t.run("lsmod").stdout
+    sent = ["systemctl is-active --quiet containerd", "systemctl disable --now containerd",
+            "systemctl enable --now containerd", "sysctl -qw net.ipv4.ip_forward=1", "modprobe br_netfilter",
+            "modprobe -r br_netfilter", "hostname -s", "apt-mark hold containerd"]
+    assert {line: t.run(line).exit_code for line in sent} == dict.fromkeys(sent, 0)
+    assert t.run("sysctl -n net.ipv4.ip_forward").stdout == "1\n"
+
+
 def test_nvidia_ctk_writes_the_drop_in_and_containerd_loads_it(cluster: Path) -> None:
     t = node(cluster)
     assert t.run("nvidia-ctk runtime configure --runtime=containerd").exit_code == 127  # not installed yet

@@ -11,10 +11,15 @@ from clusterctl.mock.tools.base import ToolContext, ToolResult
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = [a for a in ctx.args if not a.startswith("-")]
-    if not args:
+    # apt reads its options itself, not with getopt (no abbreviation; the word as given), and the mock takes none.
+    refused = next((a for a in ctx.args if a.startswith("-") and a != "-"), None)
+    if refused is not None:
+        said, end = (refused, "") if refused.startswith("--") else (f"'{refused[1]}' [from {refused}]", ".")
+        return ctx.fail(f"E: Command line option {said} is not understood in combination with the other options{end}\n",
+                        100)
+    if not ctx.args:
         return ToolResult("", "E: No command given\n", 100)
-    verb, names = args[0], args[1:]
+    verb, names = ctx.args[0], ctx.args[1:]
     if verb == "showhold":
         held = sorted(db.holds(ctx))
         return ToolResult("".join(f"{name}\n" for name in held if not names or name in names))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import getopt
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -149,3 +151,43 @@ def split_args(args: list[str], valued: Collection[str], long_names: Mapping[str
             words.append(arg)
         i += 1
     return words, {(long_names or {}).get(name, name): value for name, value in options.items()}, flags
+
+
+class UsageError(Exception):
+    """An option the simulated tool does not know, one without its value, or no operand, in glibc getopt's words:
+    the tool does nothing and the machine answers with the tool's usage error (``usage_error``)."""
+
+
+def gnu_options(args: list[str], letters: str, *, operand: str = "", longs: dict[str, str] | None = None) \
+        -> tuple[dict[str, str], list[str]]:
+    """``args`` as GNU getopt reads them (options anywhere before ``--``, bundled, a letter followed by ':' in
+    ``letters`` taking a value: ``-m 0755``, ``-m0755``; a long name in ``longs`` as its letter): the value of each
+    option given ("" for a flag) by its letter, and the operands. An option not in ``letters`` or ``longs``, or
+    none of the operands when ``operand`` names them for the message, is a usage error."""
+    try:
+        given, operands = getopt.gnu_getopt(args, letters, list(longs or {}))
+    except getopt.GetoptError as exc:
+        raise UsageError(f"option requires an argument -- '{exc.opt}'" if "requires" in exc.msg
+                         else f"unrecognized option '--{exc.opt}'" if exc.msg.startswith("option --")
+                         else f"invalid option -- '{exc.opt}'") from None
+    if operand and not operands:
+        raise UsageError(f"missing {operand}")
+    return {(longs or {}).get(name[2:], name[1:]): value for name, value in given}, operands
+
+
+_TRY = "Try '{tool} --help' for more information.\n"
+#: What a tool says after its getopt line ("TOOL: invalid option -- 'z'"), the usage it prints on stdout (a
+#: recording) and its exit status; coreutils' "Try" line and exit 1 for any tool not named (recordings/README.md).
+USAGE_ENDS: dict[str, tuple[str, str, int]] = {
+    "grep": ("Usage: grep [OPTION]... PATTERNS [FILE]...\n" + _TRY, "", 2), "ls": (_TRY, "", 2),
+    "systemctl": ("", "", 1), "modprobe": ("", "", 1), "hostname": ("", "hostname-usage.txt", 255),
+    "sysctl": ("", "sysctl-usage.txt", 0),
+}
+
+
+def usage_error(tool: str, error: UsageError) -> ToolResult:
+    """The tool's answer to a usage error (grep without a pattern says its usage alone)."""
+    follows, usage, code = USAGE_ENDS.get(tool, (_TRY, "", 1))
+    said = f"{tool}: {error}\n" if str(error) else ""
+    printed = (resources.files("clusterctl.mock.recordings") / usage).read_text() if usage else ""
+    return ToolResult(printed, said + follows.format(tool=tool), code)

@@ -9,7 +9,6 @@ never sends are refused with the tool's own "invalid option" message rather than
 
 from __future__ import annotations
 
-import getopt
 import os
 import re
 import shutil
@@ -20,40 +19,13 @@ from functools import reduce
 from operator import or_
 
 from clusterctl.mock.state import StateError, refuse_change
-from clusterctl.mock.tools.base import ToolContext, ToolResult, each
+from clusterctl.mock.tools.base import ToolContext, ToolResult, UsageError, each, gnu_options
 
 DEFAULT_KERNEL = "6.8.0-45-generic"
 
 
-class _Usage(Exception):
-    """A usage error (an option the simulated tool does not know, a missing operand): ``run`` answers as GNU
-    coreutils do."""
-
-
-#: How a usage error ends beyond coreutils' 'Try' line: grep's usage line before it, ls's and grep's exit 2.
-_USAGE_LINE = {"grep": "Usage: grep [OPTION]... PATTERNS [FILE]...\n"}
-_USAGE_EXIT = {"grep": 2, "ls": 2}
-
-
-def _options(args: list[str], letters: str, *, operand: str = "", longs: dict[str, str] | None = None) \
-        -> tuple[dict[str, str], list[str]]:
-    """``args`` as GNU getopt reads them (options anywhere before ``--``, bundled, a letter followed by ':' in
-    ``letters`` taking a value: ``-m 0755``, ``-m0755``; a long name in ``longs`` as its letter): the value of each
-    option given ("" for a flag) by its letter, and the operands. An option not in ``letters`` or ``longs``, or
-    none of the operands when ``operand`` names them for the message, is a usage error."""
-    try:
-        given, operands = getopt.gnu_getopt(args, letters, list(longs or {}))
-    except getopt.GetoptError as exc:
-        raise _Usage(f"option requires an argument -- '{exc.opt}'" if "requires" in exc.msg
-                     else f"unrecognized option '--{exc.opt}'" if exc.msg.startswith("option --")
-                     else f"invalid option -- '{exc.opt}'") from None
-    if operand and not operands:
-        raise _Usage(f"missing {operand}")
-    return {(longs or {}).get(name[2:], name[1:]): value for name, value in given}, operands
-
-
 def cat(ctx: ToolContext) -> ToolResult:
-    _none, paths = _options(ctx.args, "")
+    _none, paths = gnu_options(ctx.args, "")
 
     def read(path: str) -> ToolResult:
         if path == "-":
@@ -118,7 +90,7 @@ def _test_expr(ctx: ToolContext, args: list[str]) -> bool:
 
 
 def mkdir(ctx: ToolContext) -> ToolResult:
-    flags, paths = _options(ctx.args, "pvm:", operand="operand")
+    flags, paths = gnu_options(ctx.args, "pvm:", operand="operand")
 
     def make(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -136,9 +108,9 @@ def mkdir(ctx: ToolContext) -> ToolResult:
 
 
 def rm(ctx: ToolContext) -> ToolResult:
-    flags, paths = _options(ctx.args, "rfRv")
+    flags, paths = gnu_options(ctx.args, "rfRv")
     if not paths and "f" not in flags:
-        raise _Usage("missing operand")
+        raise UsageError("missing operand")
 
     def remove(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -155,7 +127,7 @@ def rm(ctx: ToolContext) -> ToolResult:
 
 def rmdir(ctx: ToolContext) -> ToolResult:
     """GNU ``rmdir``: removes empty folders only (the reset phase's clean-up of the folders bootstrap made)."""
-    _none, paths = _options(ctx.args, "", operand="operand")
+    _none, paths = gnu_options(ctx.args, "", operand="operand")
 
     def remove(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -177,7 +149,7 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
     """``cp`` and ``mv``, told apart by the name they were called by."""
     tool = ctx.name
     move = tool == "mv"
-    flags, paths = _options(ctx.args, "fpaRrvnT" if not move else "fvnT")
+    flags, paths = gnu_options(ctx.args, "fpaRrvnT" if not move else "fvnT")
     if len(paths) < 2:
         return ToolResult("", f"{tool}: missing destination file operand after '{paths[0] if paths else ''}'\n", 1)
     *sources, dest = paths
@@ -214,7 +186,7 @@ def cp_mv(ctx: ToolContext) -> ToolResult:
 
 def ls(ctx: ToolContext) -> ToolResult:
     """``ls [-1A] PATH...``, one name a line (what clusterctl's lines ask)."""
-    flags, paths = _options(ctx.args, "1A")
+    flags, paths = gnu_options(ctx.args, "1A")
 
     def listing(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -228,7 +200,7 @@ def ls(ctx: ToolContext) -> ToolResult:
 
 
 def touch(ctx: ToolContext) -> ToolResult:
-    _none, paths = _options(ctx.args, "", operand="file operand")
+    _none, paths = gnu_options(ctx.args, "", operand="file operand")
 
     def touch_one(path: str) -> ToolResult:
         full = ctx.path(path)
@@ -248,7 +220,7 @@ def _mode(spec: str, current: int) -> int:
         return int(spec, 8)
     match = re.fullmatch(r"([ugoa]*)([+-=])([rwx]+)", spec)
     if not match:
-        raise _Usage(f"invalid mode: '{spec}'")
+        raise UsageError(f"invalid mode: '{spec}'")
     who, op, perms = match.groups()
     mask = reduce(or_, ({"u": 0o700, "g": 0o070, "o": 0o007, "a": 0o777}[w] for w in who or "a"), 0)
     bits = reduce(or_, ({"r": 0o444, "w": 0o222, "x": 0o111}[p] for p in perms), 0) & mask
@@ -261,9 +233,9 @@ def _mode(spec: str, current: int) -> int:
 
 def chmod(ctx: ToolContext) -> ToolResult:
     dash_mode = [a for a in ctx.args if re.fullmatch(r"-[rwx]+", a)][:1]  # GNU chmod reads '-w' as a mode
-    flags, operands = _options([a for a in ctx.args if a not in dash_mode], "R")
+    flags, operands = gnu_options([a for a in ctx.args if a not in dash_mode], "R")
     if len(args := dash_mode + operands) < 2:
-        raise _Usage(f"missing operand after '{args[0]}'" if args else "missing operand")
+        raise UsageError(f"missing operand after '{args[0]}'" if args else "missing operand")
     spec, *paths = args
     _mode(spec, 0)  # a bad mode is refused before any file is looked at, as GNU chmod does
 
@@ -282,21 +254,20 @@ def chmod(ctx: ToolContext) -> ToolResult:
 
 def grep(ctx: ToolContext) -> ToolResult:
     """``grep [-qEFvcH] PATTERN [FILE]...``: the options clusterctl's command lines use."""
-    flags, rest = _options(ctx.args, "qEFvcH")
+    flags, rest = gnu_options(ctx.args, "qEFvcH")
     if not rest:
-        raise _Usage("")  # no pattern: grep says its usage alone
+        raise UsageError("")  # no pattern: grep says its usage alone
     pattern = rest.pop(0)
     try:
-        regex = re.compile(re.escape(pattern) if "F" in flags else _posix_to_python(pattern, extended="E" in flags))
+        regex = re.compile(re.escape(pattern) if "F" in flags else pattern if "E" in flags else _basic_regex(pattern))
     except re.error:
         return ToolResult("", f"grep: Invalid regular expression: {pattern}\n", 2)
     sources = rest or ["-"]
-    out, err, found, error = "", "", False, False
+    out, err, found = "", "", False
     for source in sources:
         data = ctx.stdin if source == "-" else ctx.fs.read(ctx.path(source))
         if data is None:
             err += f"grep: {source}: No such file or directory\n"
-            error = True
             continue
         count = 0
         for line in data.decode(errors="replace").splitlines():
@@ -310,23 +281,13 @@ def grep(ctx: ToolContext) -> ToolResult:
                 out += (f"{source}:" if len(sources) > 1 or "H" in flags else "") + line + "\n"
         if "c" in flags:
             out += (f"{source}:" if len(sources) > 1 else "") + f"{count}\n"
-    return ToolResult(out, err, 0 if found else (2 if error else 1))
+    return ToolResult(out, err, 0 if found else (2 if err else 1))  # 2: a file could not be read
 
 
-def _posix_to_python(pattern: str, *, extended: bool) -> str:
-    if extended:
-        return pattern
-    # Basic regular expressions: \( \) \| \+ \? are the operators; bare ( ) | + ? are literals.
-    out, i = "", 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < len(pattern) and pattern[i + 1] in "()|+?{}":
-            out += pattern[i + 1]
-            i += 2
-            continue
-        out += "\\" + ch if ch in "()|+?{}" else ch
-        i += 1
-    return out
+def _basic_regex(pattern: str) -> str:
+    """A POSIX basic regular expression as Python reads it (extended ones, ``grep -E``, it reads as they are)."""
+    # Basic regular expressions: \( \) \| \+ \? \{ \} are the operators; bare ( ) | + ? { } are literals.
+    return re.sub(r"\\([()|+?{}])|([()|+?{}])", lambda found: found.group(1) or "\\" + found.group(2), pattern)
 
 
 def head_tail(ctx: ToolContext) -> ToolResult:
@@ -335,7 +296,7 @@ def head_tail(ctx: ToolContext) -> ToolResult:
     args = list(ctx.args)
     if args[:1] and re.fullmatch(r"-\d+", args[0]):  # GNU's older -N, as the first argument only
         args[0] = "-n" + args[0][1:]
-    flags, args = _options(args, "n:")
+    flags, args = gnu_options(args, "n:")
     count = flags.get("n", "10")
     if not re.fullmatch(r"[+-]?\d+", count):
         return ToolResult("", f"{ctx.name}: invalid number of lines: '{count}'\n", 1)
@@ -352,7 +313,7 @@ def head_tail(ctx: ToolContext) -> ToolResult:
 
 
 def install(ctx: ToolContext) -> ToolResult:
-    flags, paths = _options(ctx.args, "dDpvm:o:g:")
+    flags, paths = gnu_options(ctx.args, "dDpvm:o:g:")
     mode = int(flags.get("m", "755"), 8)
     if "d" in flags:
         for path in paths:
@@ -376,7 +337,7 @@ def install(ctx: ToolContext) -> ToolResult:
 def uname(ctx: ToolContext) -> ToolResult:
     kernel = str(ctx.machine.get("kernel") or DEFAULT_KERNEL)
     parts = {"s": "Linux", "n": ctx.hostname, "r": kernel, "m": "x86_64", "o": "GNU/Linux"}
-    flags, _rest = _options(ctx.args, "snrmoav")
+    flags, _rest = gnu_options(ctx.args, "snrmoav")
     if "a" in flags:
         return ToolResult(f"Linux {ctx.hostname} {kernel} #1 SMP x86_64 x86_64 x86_64 GNU/Linux\n")
     chosen = [parts[f] for f in "snrmo" if f in flags] or ["Linux"]
@@ -384,7 +345,7 @@ def uname(ctx: ToolContext) -> ToolResult:
 
 
 def date(ctx: ToolContext) -> ToolResult:
-    flags, operands = _options(ctx.args, "u", longs={"utc": "u", "universal": "u"})
+    flags, operands = gnu_options(ctx.args, "u", longs={"utc": "u", "universal": "u"})
     fmt = next((a[1:] for a in operands if a.startswith("+")), "%a %b %e %H:%M:%S %Z %Y")
     # datetime's zone is named UTC, as GNU date -u names it (time.gmtime's is GMT).
     now = datetime.now(timezone.utc) if "u" in flags else datetime.now().astimezone()
@@ -392,11 +353,10 @@ def date(ctx: ToolContext) -> ToolResult:
 
 
 def hostname(ctx: ToolContext) -> ToolResult:
-    if ctx.args and ctx.args[0] in ("-s", "--short"):
-        return ToolResult(ctx.hostname.split(".")[0] + "\n")
-    if ctx.args and not ctx.args[0].startswith("-"):
+    flags, names = gnu_options(ctx.args, "s", longs={"short": "s"})
+    if names:
         return ToolResult("", "hostname: you must be root to change the host name\n", 1)
-    return ToolResult(ctx.hostname + "\n")
+    return ToolResult((ctx.hostname.split(".")[0] if "s" in flags else ctx.hostname) + "\n")
 
 
 HANDLERS: dict[str, Callable[[ToolContext], ToolResult]] = {
@@ -416,10 +376,6 @@ def run(ctx: ToolContext) -> ToolResult:
         refuse_change(f"run {ctx.name}")
     try:
         return HANDLERS[ctx.name](ctx)
-    except _Usage as exc:
-        said = f"{ctx.name}: {exc}\n" if str(exc) else ""
-        return ToolResult("", said + _USAGE_LINE.get(ctx.name, "") + f"Try '{ctx.name} --help' for more information.\n",
-                          _USAGE_EXIT.get(ctx.name, 1))
     except StateError as exc:
         return ToolResult("", f"{ctx.name}: {exc}\n", 1)
     except NotADirectoryError:

@@ -8,7 +8,7 @@ unknown module fails as kmod does: ``modprobe: FATAL: Module X not found in dire
 
 from __future__ import annotations
 
-from clusterctl.mock.tools.base import ToolContext, ToolResult
+from clusterctl.mock.tools.base import ToolContext, ToolResult, gnu_options
 from clusterctl.mock.tools.files import DEFAULT_KERNEL
 
 #: Modules every mock host can load (stock Ubuntu/Debian kernels plus the NVIDIA and MOFED ones).
@@ -42,9 +42,8 @@ def lsmod(ctx: ToolContext) -> ToolResult:
 
 
 def modprobe(ctx: ToolContext) -> ToolResult:
-    args = [a for a in ctx.args if not a.startswith("-")]
-    remove = any(a in ("-r", "--remove") for a in ctx.args)
-    quiet = any(a in ("-q", "--quiet") for a in ctx.args)
+    given, args = gnu_options(ctx.args, "rq", longs={"remove": "r", "quiet": "q"})
+    remove, quiet = "r" in given, "q" in given
     if not args:
         return ToolResult("", "modprobe: ERROR: missing parameters. See -h.\n", 1)
     kernel = str(ctx.machine.get("kernel") or DEFAULT_KERNEL)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clusterctl.mock.tools.base import ToolContext, ToolResult, each
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each, gnu_options
 
 #: Linux defaults of the keys bootstrap and tuning care about.
 DEFAULTS = {
@@ -56,15 +56,9 @@ def _missing(key: str) -> str:
 
 def _apply_lines(text: str) -> list[tuple[str, str, bool]]:
     """(key, value, ignore_errors) for each setting line of a sysctl.conf file."""
-    found = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")) or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        ignore = key.startswith("-")
-        found.append((_norm(key.lstrip("-")), value.strip(), ignore))
-    return found
+    settings = [line.strip().partition("=") for line in text.splitlines()]
+    return [(_norm(key.lstrip("-")), value.strip(), key.startswith("-")) for key, assigned, value in settings
+            if assigned and not key.startswith(("#", ";"))]
 
 
 def _system_files(ctx: ToolContext) -> list[str]:
@@ -79,11 +73,10 @@ def _system_files(ctx: ToolContext) -> list[str]:
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    system = "--system" in ctx.args
     # -w needs nothing: a NAME=VALUE operand is a write anyway.
-    short = "".join(a[1:] for a in ctx.args if a.startswith("-") and not a.startswith("--"))
-    value_only, quiet = "n" in short, "q" in short
-    operands = [a for a in ctx.args if not a.startswith("-")]
+    given, operands = gnu_options(ctx.args, "nqw", longs={"values": "n", "quiet": "q", "write": "w",
+                                                          "system": "system"})
+    system, value_only, quiet = "system" in given, "n" in given, "q" in given
     with ctx.host.edit() as data:
         runtime = data.setdefault("sysctl", {})
 

@@ -22,7 +22,7 @@ from typing import Any
 from clusterctl.mock.power import boot
 from clusterctl.mock.tools import daemons
 from clusterctl.mock.tools import kube_state as ks
-from clusterctl.mock.tools.base import ToolContext, ToolResult, each
+from clusterctl.mock.tools.base import ToolContext, ToolResult, each, gnu_options
 from clusterctl.mock.tools.containerd_config import CONFIG, TOMLError, imported, installed_major, parse_toml
 from clusterctl.mock.tools.ctr import containerd_version
 
@@ -111,7 +111,6 @@ def _units(ctx: ToolContext, names: list[str] | None = None) -> dict[str, Any]:
 
 
 def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
-    unit = unit_name(key)
     reason: str | None
     if daemons.is_real(ctx, key):
         if restart:
@@ -121,9 +120,7 @@ def _start(ctx: ToolContext, key: str, *, restart: bool) -> ToolResult:
         check = STARTS.get(key)
         reason = check(ctx) if check else None
     _set_active(ctx, key, "failed" if reason else "active")
-    if reason:
-        return ToolResult("", JOB_FAILED.format(unit=unit), 1)
-    return ToolResult()
+    return ctx.fail(JOB_FAILED.format(unit=unit_name(key))) if reason else ToolResult()
 
 
 def _stop(ctx: ToolContext, key: str) -> None:
@@ -147,10 +144,7 @@ def _set_enabled(ctx: ToolContext, key: str, enabled: bool) -> bool:
 
 
 def _active_state(ctx: ToolContext, key: str, units: dict[str, Any]) -> str:
-    entry = units.get(key)
-    if entry is None:
-        return "inactive"
-    state = str(entry.get("active", "inactive"))
+    state = str((units.get(key) or {}).get("active", "inactive"))  # a unit it does not know is inactive
     if state == "active" and daemons.is_real(ctx, key) and not daemons.running(ctx, key):
         return "failed"
     if state == "active" and key in SETTLES:
@@ -159,13 +153,12 @@ def _active_state(ctx: ToolContext, key: str, units: dict[str, Any]) -> str:
 
 
 def run(ctx: ToolContext) -> ToolResult:
-    args = [a for a in ctx.args if a not in ("--no-pager", "--no-block", "--system", "-q", "--quiet", "--now",
-                                             "--no-ask-password", "--full", "-l")]
-    quiet = "-q" in ctx.args or "--quiet" in ctx.args
-    now = "--now" in ctx.args
+    given, args = gnu_options(ctx.args, "ql", longs={"quiet": "q", "full": "l", "now": "now", "no-pager": "",
+                                                     "no-block": "", "system": "", "no-ask-password": ""})
+    quiet, now = "q" in given, "now" in given
     if not args:
         return ToolResult("", "systemctl: mock host lists no units; give a command verb\n", 1)
-    verb, names = args[0], [n.removesuffix(".service") for n in args[1:] if not n.startswith("-")]
+    verb, names = args[0], [n.removesuffix(".service") for n in args[1:]]
     if verb == "reboot":
         boot(ctx.host)  # a mock host restarts at once: the next command finds it booted
         return ToolResult("", "", 0)
@@ -201,12 +194,10 @@ def run(ctx: ToolContext) -> ToolResult:
                         else f'Removed "{link}".\n')
         if now:
             for name in names:
-                if verb == "enable":
-                    result = _start(ctx, name, restart=False)
-                    if result.exit_code:
-                        return ToolResult("", err + result.stderr, result.exit_code)
-                else:
+                if verb == "disable":
                     _stop(ctx, name)
+                elif (result := _start(ctx, name, restart=False)).exit_code:
+                    return ToolResult("", err + result.stderr, result.exit_code)
         return ToolResult("", err, 0)
     if verb in ("start", "restart"):
         for name in names:

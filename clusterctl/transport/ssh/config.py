@@ -10,6 +10,7 @@ port 22, ``~/.ssh/id_ed25519``/``id_ecdsa``/``id_rsa``).
 from __future__ import annotations
 
 import getpass
+import io
 import os
 import re
 import threading
@@ -136,16 +137,49 @@ def load_ssh_config(path: str | None) -> paramiko.SSHConfig | None:
     return once_per_process(_config_lock, _config_cache, str(file), read)
 
 
-def _lookup(config: paramiko.SSHConfig | None, name: str) -> dict[str, Any]:
+_invoke: Any = getattr(paramiko.config, "invoke", None)
+
+
+class _MatchExecAnswers(threading.local):
+    """``invoke`` as paramiko's ssh_config reader uses it (``invoke.run`` of a ``Match exec`` command), wrapped:
+    paramiko runs such a command in both passes of a lookup and a host is looked up by its name and its address,
+    so it ran four times per host where ssh runs it once. While one host is looked up (``kept`` set), each command
+    runs once and its answer is kept. Its stdin is empty, as ssh has it: not clusterctl's own (a piped file, or the
+    terminal's keys, the terminal switched to cbreak mode while it runs)."""
+
+    kept: dict[str, Any] | None = None
+
+    def run(self, command: str, **options: Any) -> Any:
+        kept = {} if self.kept is None else self.kept
+        if command not in kept:
+            kept[command] = _invoke.run(command, in_stream=io.StringIO(), **options)
+        return kept[command]
+
+
+_match_exec = _MatchExecAnswers()
+if _invoke is not None:  # None: invoke is not installed, and paramiko refuses Match exec itself
+    vars(paramiko.config)["invoke"] = _match_exec
+
+
+def _lookup(config: paramiko.SSHConfig | None, *names: str) -> dict[str, Any]:
+    """ssh_config's values for the first of ``names``; what its lookup leaves unset, those of the next."""
     if config is None:
         return {}
+    found: dict[str, Any] = {}
+    _match_exec.kept = {}
     try:
-        found = dict(config.lookup(name))
-    except Exception as exc:  # paramiko raises several kinds for odd configs
-        raise TransportError(FailureKind.ERROR, f"ssh_config lookup for {name!r} failed: {exc}") from exc
-    # paramiko fills 'hostname' with the looked-up name itself when nothing matched.
-    if found.get("hostname") == name:
-        found.pop("hostname")
+        for name in dict.fromkeys(names):
+            try:
+                looked_up = dict(config.lookup(name))
+            except Exception as exc:  # paramiko raises several kinds for odd configs
+                raise TransportError(FailureKind.ERROR, f"ssh_config lookup for {name!r} failed: {exc}") from exc
+            # paramiko fills 'hostname' with the looked-up name itself when nothing matched.
+            if looked_up.get("hostname") == name:
+                looked_up.pop("hostname")
+            for key, value in looked_up.items():
+                found.setdefault(key, value)
+    finally:
+        _match_exec.kept = None
     return found
 
 
@@ -179,10 +213,7 @@ def resolve_target(
     the name's lookup leaves unset are also looked up by the address, as ssh would if it
     had been given the address.
     """
-    found = _lookup(config, name)
-    if address and address != name:
-        for k, v in _lookup(config, address).items():
-            found.setdefault(k, v)
+    found = _lookup(config, name, address or name)
     # Inventory ``ssh.options`` are ssh_config-style settings that win over the file.
     for k, v in options:
         found[k.lower()] = v
