@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 MIN_PROSE_WIDTH = 16
 
 
-#: A command a user copies ('clusterctl undo FILE', 'clusterctl release HOST', or any quoted 'clusterctl ...',
-#: or a limit such as -l '!gpu-a3'): wrapped, it stays whole on one line, as a path or a name does.
-_COMMAND = r"'clusterctl [^'\n]*'|clusterctl (?:undo|release) \S+|-l '[^'\s]+'"
+#: A command a user copies ('clusterctl undo FILE', 'clusterctl release HOST', any quoted 'clusterctl ...', one
+#: that ends its line with --yes (what goes on after Ctrl-C), or a limit such as -l '!gpu-a3'): wrapped, it stays
+#: whole on one line, as a path or a name does.
+_COMMAND = r"'clusterctl [^'\n]*'|clusterctl (?:undo|release) \S+|clusterctl [^\n]* --yes(?=\n|$)|-l '[^'\s]+'"
 _GLUE = "\u00a0"  # not a place textwrap breaks at (it breaks at ASCII whitespace only)
 
 

@@ -22,6 +22,7 @@ from clusterctl.engine.lock import DEFAULT_LOCK_PATH
 from clusterctl.engine.phase import Phase as EnginePhase
 from clusterctl.engine.progress import ProgressStore, RunPlace
 from clusterctl.engine.run import (
+    GivenOptions,
     HostPhaseResult,
     RunReport,
     RunSettings,
@@ -58,10 +59,9 @@ class BootstrapRequest:
     #: What the command line chose for the phases (``--force``, ``--allow-downgrade``...); ``run_options``
     #: adds the run's hosts, survey, mode and journals.
     options: RunOptions = field(default_factory=RunOptions)
-    #: ``-l`` and the command's options as typed (``--only``, ``--state-dir``...): the line that goes on after an
-    #: interrupt runs the same hosts, state folder and options.
-    limit: str | None = None
-    given: tuple[str, ...] = ()
+    #: The global options (-i, -l...) and the command's (``--only``, ``--state-dir``...) as typed: the line that goes on
+    #: after an interrupt runs the same inventory, hosts, state folder and options.
+    given: GivenOptions = field(default_factory=GivenOptions)
 
 
 def run(
@@ -98,8 +98,8 @@ def run(
                            lock_path=request.lock_path, progress=store, on_phase=on_phase, options=options,
                            read_ahead=read_ahead, answered=answered, confirmations=confirmations,
                            journal=journal, resume_hint=command_line(  # reset has no --resume: it runs again
-                               *(("reset",) if request.phase == "reset" else command.split()), *request.given,
-                               limit=request.limit, resume=request.phase != "reset"))
+                               *(("reset",) if request.phase == "reset" else command.split()), given=request.given,
+                               resume=request.phase != "reset"))
     report = run_bootstrap(inventory, hosts, runner, phases, settings)
     if resumed_with:
         report.notes.append(f"resumed with the survey the earlier run was given: {resumed_with}")

@@ -203,7 +203,7 @@ def _execute(ctx: typer.Context, *, only: str | None, dry_run: bool, yes: bool =
         _confirm_bootstrap(phase, skip_phases, [h.name for h in hosts], yes=yes)
     request = BootstrapRequest(apply=not dry_run, phase=phase, skip_phases=skip_phases, resume=resume,
                                force_unlock=force_unlock, state_dir=state_dir, survey=survey,
-                               options=RunOptions(**options), limit=app.limit, given=given_options(ctx))
+                               options=RunOptions(**options), given=given_options(ctx))
     show = None if app.machine_output else (lambda p, r: _print_phase(app, p, r, plan=dry_run))
     with app.runner() as runner:
         report = run(inventory, hosts, runner, request, on_phase=show)

@@ -105,7 +105,7 @@ def certs_renew(
                    [h.name for h in control_planes(selected)], yes=yes, dry_run=dry_run,
                    preview="clusterctl certs renew --dry-run")
     request = RenewRequest(apply=not dry_run, wait_s=wait, resume=resume, state_dir=state_dir,
-                           skip_phases=skip_phases, limit=app.limit, given=given_options(ctx))
+                           skip_phases=skip_phases, given=given_options(ctx))
     with app.runner() as runner:
         report = renew(runner, app.inventory(), selected, request)
     hosts = renew_summary(report)

@@ -19,6 +19,7 @@ from clusterctl.terminal_text import visible
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from clusterctl.engine.run import GivenOptions
     from clusterctl.fanout import Progress, Runner
     from clusterctl.inventory.model import Host, Inventory
 
@@ -246,19 +247,27 @@ DELETE_EMPTYDIR_DATA = typer.Option(False, "--delete-emptydir-data", help="Drain
 SKIP_PHASES = typer.Option(None, "--skip-phases", metavar="A,B", help="Phases to leave out, comma-separated.")
 
 
-def given_options(ctx: typer.Context, *decided: str) -> tuple[str, ...]:
-    """The command's options as the user typed them (not from the environment or a default), for the line that
-    runs it again (``engine.run.command_line``: its state folder, --force...), but those the line words itself
-    (--resume, --yes, ``decided``), --dry-run (a plan does not go on) and --force-unlock (it clears a dead run's
-    lock once: again, it would take a live run's)."""
-    words: list[str] = []
-    for param in ctx.command.params:
-        name = str(param.name)
-        source = ctx.get_parameter_source(name)  # typer's own click: its enum is not click's, its name is
-        if param.param_type_name == "option" and name not in {"resume", "yes", "dry_run", "force_unlock", *decided} \
-                and source is not None and source.name == "COMMANDLINE":
-            words += [param.opts[0]] if getattr(param, "is_flag", False) else [param.opts[0], str(ctx.params[name])]
-    return tuple(words)
+def given_options(ctx: typer.Context, *decided: str) -> GivenOptions:
+    """The global options (-i, -l, --ssh-config, -K...) and the command's, as the user typed them (not from the
+    environment or a default), for the line that runs it again (``engine.run.command_line``: its inventory, its
+    hosts, its state folder...), but --debug and those the line words itself (--resume, --yes, ``decided``),
+    --dry-run (a plan does not go on) and --force-unlock (it clears a dead run's lock once: again, it would take
+    a live run's)."""
+    from clusterctl.engine.run import GivenOptions  # here: the help never loads the engine
+
+    words: tuple[list[str], list[str]] = ([], [])
+    for at, left_out, said in ((ctx.find_root(), {"debug"}, words[0]),
+                               (ctx, {"resume", "yes", "dry_run", "force_unlock", *decided}, words[1])):
+        for param in at.command.params:
+            name = str(param.name)
+            source = at.get_parameter_source(name)  # typer's own click: its enum is not click's, its name is
+            if param.param_type_name != "option" or name in left_out or source is None \
+                    or source.name != "COMMANDLINE":
+                continue
+            value = at.params[name]
+            said += [param.opts[0]] if getattr(param, "is_flag", False) else \
+                [param.opts[0], str(value.value if isinstance(value, Enum) else value)]
+    return GivenOptions(tuple(words[0]), tuple(words[1]))
 
 
 def with_options(*templates: Callable[..., None]) -> Callable[[Callable[..., None]], Callable[..., None]]:

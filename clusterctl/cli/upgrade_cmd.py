@@ -145,7 +145,7 @@ def _execute(ctx: typer.Context, *, yes: bool, dry_run: bool, **fields: Any) -> 
     from clusterctl.day2.upgrade import UpgradeRequest, upgrade
 
     app = app_context(ctx)
-    request = UpgradeRequest(apply=not dry_run, limit=app.limit, given=given_options(ctx, "to"), **fields)
+    request = UpgradeRequest(apply=not dry_run, given=given_options(ctx, "to"), **fields)
     inventory = app.inventory()
     hosts = app.hosts()
     what = f"run the upgrade's phase {request.phase}" if request.phase else \

@@ -31,7 +31,7 @@ from clusterctl.changes import MAKES_NO_TRACE, Change, GateRecord, HostGate, mak
 from clusterctl.cluster_access import NO_CERTIFICATES, not_usable, read_answer, reason
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, command_line, run_phases, select_phases
+from clusterctl.engine.run import GivenOptions, RunSettings, command_line, run_phases, select_phases
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube import kubectl
 from clusterctl.facts.kubeadm_certs import COMMAND, CertExpiration, parse_check_expiration
@@ -308,9 +308,8 @@ class RenewRequest:
     resume: bool = False
     state_dir: str | None = None
     skip_phases: str | None = None
-    #: ``-l`` and the command's options as typed: the line that goes on after an interrupt runs them again.
-    limit: str | None = None
-    given: tuple[str, ...] = ()
+    #: The global options (-i, -l...) and the command's as typed: the line that goes on after an interrupt runs them.
+    given: GivenOptions = field(default_factory=GivenOptions)
 
 
 def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: RenewRequest) -> RunReport:
@@ -323,8 +322,7 @@ def renew(runner: Runner, inventory: Inventory, hosts: list[Host], request: Rene
     settings = RunSettings(apply=request.apply, resume=request.resume, options=request, progress=progress,
                            batches=[[h.name] for h in chosen],
                            journal=place.journal("certs renew") if request.apply else None,
-                           resume_hint=command_line("certs", "renew", *request.given, limit=request.limit,
-                                                    resume=True))
+                           resume_hint=command_line("certs", "renew", given=request.given, resume=True))
     return run_phases(inventory, chosen, runner, phases, settings)
 
 

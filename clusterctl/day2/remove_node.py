@@ -41,7 +41,7 @@ from clusterctl.cluster_access import cluster_nodes, on_control_plane, read_answ
 from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.engine.phase import Phase, PhaseContext, ReadsNothing
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, SkipReason, Status, command_line, step_json
+from clusterctl.engine.run import GivenOptions, RunSettings, SkipReason, Status, command_line, step_json
 from clusterctl.errors import UsageError
 from clusterctl.facts.etcd import (
     CLUSTER_CONFIGURATION,
@@ -157,7 +157,7 @@ class DeleteNode(Phase["KubeNode | None", PhaseContext]):
 
 def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool,
                 drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S, state_dir: str | None = None,
-                given: tuple[str, ...] = ()) -> RemovalReport:
+                given: GivenOptions = GivenOptions()) -> RemovalReport:
     """``given``: the command's options as typed, which the line that goes on after an interrupt keeps."""
     name = host.name
     via = next((h for h in inventory.control_planes if h.name != name), None)
@@ -188,7 +188,7 @@ def remove_node(inventory: Inventory, host: Host, runner: Runner, *, apply: bool
     settings = RunSettings(apply=apply, options=run_options(inventory, [host], [reset], BootstrapRequest(apply=apply)),
                            journal=place.journal(f"remove-node {name}") if apply else None,
                            # Each phase reads where the host stands: a second run goes on from there.
-                           resume_hint=command_line("remove-node", name, *given, limit=None, resume=False))
+                           resume_hint=command_line("remove-node", name, given=given, resume=False))
     run = run_bootstrap(inventory, [host], runner, phases, settings)
     _fill(report, run, {p.name: p for p in phases})
     return report

@@ -59,7 +59,16 @@ from clusterctl.day2.drain import DEFAULT_DRAIN_TIMEOUT_S, DrainNode
 from clusterctl.day2.versions import check_upgrade, parse, static_pod_version
 from clusterctl.engine.phase import ReadsNothing, Wait
 from clusterctl.engine.progress import RunPlace
-from clusterctl.engine.run import RunSettings, SkipReason, Status, command_line, finished, select_phases, step_json
+from clusterctl.engine.run import (
+    GivenOptions,
+    RunSettings,
+    SkipReason,
+    Status,
+    command_line,
+    finished,
+    select_phases,
+    step_json,
+)
 from clusterctl.errors import UsageError
 from clusterctl.facts.kube_nodes import KubeNode
 from clusterctl.findings import Finding, Severity, fails
@@ -182,10 +191,9 @@ class UpgradeRequest:
     #: ``upgrade phase NAME``: that phase alone; ``--skip-phases a,b``.
     phase: str | None = None
     skip_phases: str | None = None
-    #: ``-l`` and the command's options as typed but ``--to``: the line that carries out a plan, or goes on after
-    #: an interrupt, runs the same hosts and options.
-    limit: str | None = None
-    given: tuple[str, ...] = ()
+    #: The global options (-i, -l...) and the command's as typed but ``--to``: the line that carries out a plan, or
+    #: goes on after an interrupt, runs the same inventory, hosts and options.
+    given: GivenOptions = field(default_factory=GivenOptions)
 
     def __post_init__(self) -> None:
         # A name that is no phase is the user's to mend: said first, before asking or reading the cluster.
@@ -197,7 +205,7 @@ class UpgradeRequest:
         file's), but for 'upgrade phase', which has none: it runs again, each phase reading where its node stands."""
         resume = going_on and not self.phase
         return command_line("upgrade", *(("phase", self.phase) if self.phase else ("apply",)),
-                            *(() if resume else ("--to", target)), *self.given, limit=self.limit, resume=resume,
+                            *(() if resume else ("--to", target)), given=self.given, resume=resume,
                             yes=going_on)
 
 

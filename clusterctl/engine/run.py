@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from clusterctl.changes import Change, ChangeFailed, Gate, GateRecord, HostGate, UndoLine
 from clusterctl.engine import lock as host_lock
@@ -318,11 +318,18 @@ def select_phases(phases: Sequence[AnyPhase], only: str | None, skip: str | None
     return chosen
 
 
-def command_line(*words: str, limit: str | None, resume: bool, yes: bool = True) -> str:
-    """``clusterctl WORDS`` (the command and the options its run was given) for the run's own hosts (``-l``): what
-    goes on after an interrupt (``RunSettings.resume_hint``; ``resume``: the command has ``--resume``) or carries
-    out a plan."""
-    return shlex.join(["clusterctl", *(("-l", limit) if limit else ()), *words,
+class GivenOptions(NamedTuple):
+    """The options a run was given, as the user typed them: the global ones (its inventory, its hosts...) and the
+    command's own (its state folder, --force...)."""
+
+    global_words: tuple[str, ...] = ()
+    own_words: tuple[str, ...] = ()
+
+
+def command_line(*words: str, given: GivenOptions, resume: bool, yes: bool = True) -> str:
+    """``clusterctl WORDS`` (the command) with the options its run was given: what goes on after an interrupt
+    (``RunSettings.resume_hint``; ``resume``: the command has ``--resume``) or carries out a plan."""
+    return shlex.join(["clusterctl", *given.global_words, *words, *given.own_words,
                        *(("--resume",) if resume else ()), *(("--yes",) if yes else ())])
 
 

@@ -275,7 +275,8 @@ def test_an_interrupted_run_of_some_hosts_and_phases_goes_on_with_those(
 
     cut = Cut("kernel", "modprobe", host="gpu-b1") if run[0] == "bootstrap" else Cut("reset", "", host="gpu-b1")
     cut_short = interrupted(monkeypatch, cut, signal.SIGINT, "-i", DEMO, "-l", "gpu-b1,gpu-b2", *run, "--yes")
-    assert f"to go on where it stopped: clusterctl -l gpu-b1,gpu-b2 {goes_on}" in cut_short.stderr, cut_short.stderr
+    assert f"to go on where it stopped: clusterctl -i {DEMO} -l gpu-b1,gpu-b2 {goes_on}" in cut_short.stderr, \
+        cut_short.stderr
     went_on = run_cli("-i", DEMO, "-o", "json", "-l", "gpu-b1,gpu-b2", *shlex.split(goes_on)).json()
     assert went_on["hosts"] == ["gpu-b1", "gpu-b2"] and "packages" not in went_on["phases"]
 
@@ -299,7 +300,7 @@ def test_an_interrupted_run_goes_on_with_the_options_it_was_given(
     cut_short = interrupted(monkeypatch, cut, signal.SIGINT, "-i", DEMO, "-l", "gpu-a1", *run[:1], "--state-dir",
                             state, *run[1:], "--yes")
     goes_on = kept.format(state=shlex.quote(str(state)))
-    assert f"to go on where it stopped: clusterctl -l gpu-a1 {goes_on}" in cut_short.stderr, cut_short.stderr
+    assert f"to go on where it stopped: clusterctl -i {DEMO} -l gpu-a1 {goes_on}" in cut_short.stderr, cut_short.stderr
     went_on = run_cli("-i", DEMO, "-o", "json", "-l", "gpu-a1", *shlex.split(goes_on))
     assert went_on.exit_code == 0, went_on.output
     notes = went_on.json()["notes"]  # reset keeps no progress

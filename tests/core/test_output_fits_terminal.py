@@ -388,3 +388,6 @@ def test_an_interrupted_bootstrap_puts_the_undo_command_whole_on_a_line_of_its_o
     lines = assert_fits(run, 80)
     (journal,) = (deep / "state" / "undo").glob("bootstrap-*.json")
     assert on_a_line_of_its_own(lines, f"clusterctl undo {journal}"), run.stderr
+    # The line that goes on, too: broken across lines, it pasted as two commands.
+    goes_on = f"clusterctl -i {DEMO} -l gpu-a1 bootstrap --state-dir {deep / 'state'} --resume --yes"
+    assert on_a_line_of_its_own(lines, goes_on), run.stderr

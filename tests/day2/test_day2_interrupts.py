@@ -72,9 +72,9 @@ def test_an_interrupted_renew_of_some_control_planes_goes_on_with_those(bootstra
     --skip-phases had left alone."""
     cut_short = interrupted(monkeypatch, Cut("renew", "kubeadm certs renew all"), signal.SIGINT, "-i", DEMO, "-l",
                             "gpu-a1", "certs", "renew", "--skip-phases", "restart-etcd", "--yes", "--restart-wait", "1")
-    goes_on = "clusterctl -l gpu-a1 certs renew --restart-wait 1 --skip-phases restart-etcd --resume --yes"
+    goes_on = f"clusterctl -i {DEMO} -l gpu-a1 certs renew --restart-wait 1 --skip-phases restart-etcd --resume --yes"
     assert f"to go on where it stopped: {goes_on}" in cut_short.stderr, cut_short.stderr
-    resumed = clusterctl("-i", DEMO, "-o", "json", *goes_on.split()[1:])
+    resumed = clusterctl("-o", "json", *goes_on.split()[1:])
     assert resumed.exit_code == 0, resumed.output
     assert "restart-etcd" not in resumed.json()["run"]["phases"]
 
@@ -148,7 +148,7 @@ def test_remove_node_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bo
     cut_short = interrupted(monkeypatch, cut, sig, "-i", DEMO, "remove-node", "gpu-b3", "--yes")
     (journal,) = sorted((state_dir / "undo").glob("remove-node-gpu-b3-*.json"))
     assert f"clusterctl undo {journal}" in cut_short.stderr
-    assert "clusterctl remove-node gpu-b3 --yes" in cut_short.stderr
+    assert f"clusterctl -i {DEMO} remove-node gpu-b3 --yes" in cut_short.stderr
     if cut.step == "drain: cordon" and sig is signal.SIGINT:  # only cordoned: undo puts it back in service
         undone = clusterctl("-i", DEMO, "undo", str(journal), "--yes", "--skip-checks")
         assert undone.exit_code == 0, undone.output
@@ -191,7 +191,7 @@ def test_upgrade_interrupted_at_every_step(cut: Cut, sig: signal.Signals, bootst
     cut_short = interrupted(monkeypatch, cut, sig, *UPGRADE, "apply", "--to", "1.36.3", "--yes", "--ready-timeout", "5")
     (journal,) = sorted((state_dir / "undo").glob("upgrade-1.36.3-*.json"))
     assert cut_short.stderr.count(f"clusterctl undo {journal}") == 1, cut_short.stderr  # named once
-    assert "clusterctl -l gpu-a1,gpu-b1 upgrade apply --ready-timeout 5 --resume --yes" in cut_short.stderr
+    assert f"clusterctl -i {DEMO} -l gpu-a1,gpu-b1 upgrade apply --ready-timeout 5 --resume --yes" in cut_short.stderr
     resumed = clusterctl(*UPGRADE, "-o", "json", "apply", "--resume", "--yes", "--ready-timeout", "5")
     assert resumed.exit_code == 0, resumed.output
     assert {h["status"] for h in resumed.json()["hosts"]} <= {"upgraded", "up to date"}
@@ -216,7 +216,8 @@ def test_an_interrupted_part_of_the_upgrade_goes_on_with_that_part(part: str, bo
     given, goes_on = PARTS[part]
     cut_short = interrupted(monkeypatch, Cut("drain: cordon", "cordon gpu-a1"), signal.SIGINT, *UPGRADE, *given,
                             "--to", "1.36.3", "--yes", "--ready-timeout", "5")
-    assert f"to go on where it stopped: clusterctl -l gpu-a1,gpu-b1 {goes_on}" in cut_short.stderr, cut_short.stderr
+    assert f"to go on where it stopped: clusterctl -i {DEMO} -l gpu-a1,gpu-b1 {goes_on}" in cut_short.stderr, \
+        cut_short.stderr
     done = clusterctl(*UPGRADE[:-1], "-o", "json", *goes_on.split())
     assert done.exit_code == 0, done.output
     report = done.json()
@@ -325,7 +326,7 @@ def test_an_interrupted_day2_run_goes_on_with_its_state_folder_and_options(
     cut, given, goes_on = GIVEN_RUNS[command]
     state = tmp_path / "my state"
     cut_short = interrupted(monkeypatch, cut, signal.SIGINT, "-i", DEMO, *given, "--state-dir", state, "--yes")
-    line = f"clusterctl {goes_on.format(state=shlex.quote(str(state)))}"
+    line = f"clusterctl -i {DEMO} {goes_on.format(state=shlex.quote(str(state)))}"
     assert f"to go on where it stopped: {line}" in cut_short.stderr, cut_short.stderr
-    went_on = clusterctl("-i", DEMO, *shlex.split(line)[1:])
+    went_on = clusterctl(*shlex.split(line)[1:])
     assert went_on.exit_code == 0, went_on.output

@@ -332,19 +332,20 @@ def test_workers_alone_never_go_a_minor_past_the_control_plane(bootstrapped_demo
 def test_a_plan_of_part_of_the_upgrade_names_the_command_that_runs_that_part(bootstrapped_demo: Path) -> None:
     # It named 'upgrade apply --to X', which runs every phase on every node, under a plan of one phase.
     phase = _run("upgrade", "phase", "drain", "--to", "1.36.3", "-l", "gpu-b3", "--dry-run")
-    assert phase.exit_code == 0 and "run 'clusterctl -l gpu-b3 upgrade phase drain --to 1.36.3' to carry it out" in \
-        phase.stdout, phase.stdout
+    assert phase.exit_code == 0, phase.output
+    assert f"run 'clusterctl -i {DEMO} -l gpu-b3 upgrade phase drain --to 1.36.3' to carry it out" in phase.stdout, \
+        phase.stdout
     # After the upgrade, under the note that the inventory still pins 1.36.2, it said "with the inventory's pins".
     assert _apply(bootstrapped_demo, "--to", "1.36.3").exit_code == 0
     done = _run("upgrade", "plan", "--to", "1.36.3")
     assert "nothing to do: every node runs 1.36.3, the rest of its stack as the inventory pins it" in done.stdout
     skipped = _run("upgrade", "plan", "--to", "1.37.2", "--skip-phases", "drain,uncordon")
-    assert "run 'clusterctl upgrade apply --to 1.37.2 --skip-phases drain,uncordon' to carry it out" in \
+    assert f"run 'clusterctl -i {DEMO} upgrade apply --to 1.37.2 --skip-phases drain,uncordon' to carry it out" in \
         skipped.stdout, skipped.stdout
     # It dropped --max-unavailable: the apply it named upgraded the workers one at a time, not as the plan showed.
     batched = _run("upgrade", "plan", "--to", "1.37.2", "--max-unavailable", "2")
-    assert "run 'clusterctl upgrade apply --to 1.37.2 --max-unavailable 2' to carry it out" in batched.stdout, \
-        batched.stdout
+    assert f"run 'clusterctl -i {DEMO} upgrade apply --to 1.37.2 --max-unavailable 2' to carry it out" in \
+        batched.stdout, batched.stdout
 
 
 def test_a_control_plane_left_a_minor_behind_stops_the_next_minor(bootstrapped_3cp: Path) -> None:

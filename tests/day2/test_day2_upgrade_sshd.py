@@ -128,7 +128,11 @@ def test_an_upgrade_interrupted_on_one_host_resumes_to_the_end(sshd_hosts: SSHDH
     assert proc.returncode == 130, out + err
     assert "w1: interrupted in phase drain" in err
     assert "to take back what this run changed: clusterctl undo " in err
-    assert f"to go on where it stopped: clusterctl upgrade apply {shlex.join(state)} --resume --yes" in err
+    # The inventory, known_hosts and timeout kept: without them the resumed run refused every host's key.
+    given = ["-i", str(cluster.inventory), "--timeout", "120.0", "--known-hosts", cluster.common[3]]
+    said = " ".join(err.split())  # the command whole on a line of its own where it does not fit after the words
+    assert f"to go on where it stopped: clusterctl {shlex.join([*given, 'upgrade', 'apply', *state])} --resume --yes" \
+        in said, err
     # Nothing happened on w2; every lock this run took was given back.
     assert cluster.installed("w2", "kubelet") == "1.36.2-1.1"
     assert not cluster.sudo_lines("w2", "=1.36.3-") and not cluster.sudo_lines("w2", "kubeadm upgrade")

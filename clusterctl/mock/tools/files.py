@@ -259,7 +259,7 @@ def grep(ctx: ToolContext) -> ToolResult:
         raise UsageError("")  # no pattern: grep says its usage alone
     pattern = rest.pop(0)
     try:
-        regex = re.compile(re.escape(pattern) if "F" in flags else _posix_to_python(pattern, extended="E" in flags))
+        regex = re.compile(re.escape(pattern) if "F" in flags else pattern if "E" in flags else _basic_regex(pattern))
     except re.error:
         return ToolResult("", f"grep: Invalid regular expression: {pattern}\n", 2)
     sources = rest or ["-"]
@@ -284,9 +284,8 @@ def grep(ctx: ToolContext) -> ToolResult:
     return ToolResult(out, err, 0 if found else (2 if err else 1))  # 2: a file could not be read
 
 
-def _posix_to_python(pattern: str, *, extended: bool) -> str:
-    if extended:
-        return pattern
+def _basic_regex(pattern: str) -> str:
+    """A POSIX basic regular expression as Python reads it (extended ones, ``grep -E``, it reads as they are)."""
     # Basic regular expressions: \( \) \| \+ \? \{ \} are the operators; bare ( ) | + ? { } are literals.
     return re.sub(r"\\([()|+?{}])|([()|+?{}])", lambda found: found.group(1) or "\\" + found.group(2), pattern)
 

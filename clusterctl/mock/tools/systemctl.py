@@ -144,10 +144,7 @@ def _set_enabled(ctx: ToolContext, key: str, enabled: bool) -> bool:
 
 
 def _active_state(ctx: ToolContext, key: str, units: dict[str, Any]) -> str:
-    entry = units.get(key)
-    if entry is None:
-        return "inactive"
-    state = str(entry.get("active", "inactive"))
+    state = str((units.get(key) or {}).get("active", "inactive"))  # a unit it does not know is inactive
     if state == "active" and daemons.is_real(ctx, key) and not daemons.running(ctx, key):
         return "failed"
     if state == "active" and key in SETTLES:
