@@ -24,9 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clusterctl.agent.slurm_check import DEFAULT_DEADLINE_S, SlurmCheckOptions, run_slurm_check
 from clusterctl.errors import BadValue, ClusterctlError, UsageError
-from clusterctl.health.model import since_seconds
+from clusterctl.health.model import SLURM_CHECK_DEADLINE_S, since_seconds
 from clusterctl.inventory import values
 from clusterctl.terminal_text import one_line
 
@@ -59,13 +58,15 @@ def _parser() -> argparse.ArgumentParser:
     slurm.add_argument("--node", type=_flag(check["node"]),
                        help="The Slurm node name (default: this host's short name).")
     deadline = _flag(lambda v: values.positive_number(v, "--deadline"))
-    slurm.add_argument("--deadline", type=deadline, default=DEFAULT_DEADLINE_S,
-                       help=f"Bound of the whole check, seconds (default {DEFAULT_DEADLINE_S:g}).")
+    slurm.add_argument("--deadline", type=deadline, default=SLURM_CHECK_DEADLINE_S,
+                       help=f"Bound of the whole check, seconds (default {SLURM_CHECK_DEADLINE_S:g}).")
     slurm.add_argument("--since", type=_flag(check["since"]), default="1h", help="Kernel log window (default 1h).")
     return parser
 
 
 def slurm_health(args: argparse.Namespace, transport: Transport) -> int:
+    from clusterctl.agent.slurm_check import SlurmCheckOptions, run_slurm_check
+
     fabric = _config(transport, args.config).get("fabric")
     check = run_slurm_check(transport, SlurmCheckOptions(node=args.node, deadline_s=args.deadline, since=args.since,
                                                          fabric=fabric))

@@ -19,13 +19,11 @@ from typing import Any
 from clusterctl.agent.run import check_host
 from clusterctl.changes import Gate
 from clusterctl.facts.slurm import SlurmNode, drain_reason
-from clusterctl.health.model import HealthOptions, HostHealth, Verdict
+from clusterctl.health.model import SLURM_CHECK_DEADLINE_S, HealthOptions, HostHealth, Verdict
 from clusterctl.inventory.model import Fabric
 from clusterctl.slurm_changes import drain_change, read_node, resume_change, submit
 from clusterctl.transport.base import Transport
 
-#: Slurm stops a HealthCheckProgram after 60 s; this leaves room for scontrol.
-DEFAULT_DEADLINE_S = 50.0
 SCONTROL_TIMEOUT_S = 10.0
 
 
@@ -33,7 +31,7 @@ SCONTROL_TIMEOUT_S = 10.0
 class SlurmCheckOptions:
     #: The Slurm node name; None: this host's short hostname (as slurmd names itself by default).
     node: str | None = None
-    deadline_s: float = DEFAULT_DEADLINE_S
+    deadline_s: float = SLURM_CHECK_DEADLINE_S
     since: str = "1h"
     #: What a port's rate is held to (the node agent's config); ``None``: the inventory's, run from clusterctl.
     fabric: Fabric | None = None

@@ -45,6 +45,11 @@ def since_seconds(value: str, what: str = "--since") -> int:
     return int(match.group(1)) * _UNIT_S[match.group(2)]
 
 
+#: The Slurm health check's bound: Slurm stops a HealthCheckProgram after 60 s; this leaves room for scontrol.
+#: Here, not in ``agent.slurm_check``, so that the node agent's command line reads it without loading the check.
+SLURM_CHECK_DEADLINE_S = 50.0
+
+
 @dataclass(frozen=True)
 class HealthOptions:
     """What ``run_health`` checks, and how long it waits."""
